@@ -1,0 +1,144 @@
+//! Instants as integer milliseconds since the Unix epoch, and the three textual forms the
+//! interfaces use: RFC 3339 with milliseconds (v2.0), `YYYY-MM-DD HH:MM:SS` (earlier
+//! interfaces) and the same with milliseconds (status history).
+
+use std::fmt;
+
+use time::format_description::well_known::Rfc3339;
+use time::macros::format_description;
+use time::{OffsetDateTime, PrimitiveDateTime};
+
+/// An instant, stored as milliseconds since 1970-01-01T00:00:00Z in every database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp(i64);
+
+/// Why a datetime string was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("must be an RFC 3339 datetime such as 2024-04-24T12:00:42.000Z")]
+pub struct InvalidDatetime;
+
+impl Timestamp {
+    /// The instant `millis` milliseconds after the epoch.
+    pub const fn from_millis(millis: i64) -> Self {
+        Self(millis)
+    }
+
+    /// Milliseconds since the epoch.
+    pub const fn millis(self) -> i64 {
+        self.0
+    }
+
+    /// The system's current time (use a [`crate::Clock`] instead wherever a rule depends on it).
+    pub fn now_system() -> Self {
+        let now = OffsetDateTime::now_utc();
+        Self((now.unix_timestamp_nanos() / 1_000_000) as i64)
+    }
+
+    /// This instant plus `millis` milliseconds.
+    pub const fn plus_ms(self, millis: i64) -> Self {
+        Self(self.0 + millis)
+    }
+
+    /// Parses any RFC 3339 datetime (offsets are converted to UTC).
+    pub fn parse_rfc3339(text: &str) -> Result<Self, InvalidDatetime> {
+        let parsed = OffsetDateTime::parse(text, &Rfc3339).map_err(|_| InvalidDatetime)?;
+        Ok(Self((parsed.unix_timestamp_nanos() / 1_000_000) as i64))
+    }
+
+    /// Parses the earlier interfaces' `YYYY-MM-DD HH:MM:SS` (UTC).
+    pub fn parse_legacy(text: &str) -> Result<Self, InvalidDatetime> {
+        let format = format_description!("[year]-[month]-[day] [hour]:[minute]:[second]");
+        let parsed = PrimitiveDateTime::parse(text, &format).map_err(|_| InvalidDatetime)?;
+        Ok(Self(
+            (parsed.assume_utc().unix_timestamp_nanos() / 1_000_000) as i64,
+        ))
+    }
+
+    fn datetime(self) -> OffsetDateTime {
+        OffsetDateTime::from_unix_timestamp_nanos(i128::from(self.0) * 1_000_000)
+            .unwrap_or(OffsetDateTime::UNIX_EPOCH)
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SS.sssZ`, the only datetime form v2.0 writes.
+    pub fn to_rfc3339(self) -> String {
+        let d = self.datetime();
+        format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+            d.year(),
+            u8::from(d.month()),
+            d.day(),
+            d.hour(),
+            d.minute(),
+            d.second(),
+            d.millisecond()
+        )
+    }
+
+    /// `YYYY-MM-DD HH:MM:SS`, the earlier interfaces' form.
+    pub fn to_legacy(self) -> String {
+        let d = self.datetime();
+        format!(
+            "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
+            d.year(),
+            u8::from(d.month()),
+            d.day(),
+            d.hour(),
+            d.minute(),
+            d.second()
+        )
+    }
+
+    /// `YYYY-MM-DD HH:MM:SS.sss`, used in the earlier status history.
+    pub fn to_legacy_ms(self) -> String {
+        format!("{}.{:03}", self.to_legacy(), self.datetime().millisecond())
+    }
+
+    /// The earlier interfaces' form of an optional instant: `0000-00-00 00:00:00` when absent.
+    pub fn legacy_or_zero(at: Option<Self>) -> String {
+        at.map_or_else(|| "0000-00-00 00:00:00".to_owned(), Self::to_legacy)
+    }
+
+    /// Whole seconds since the epoch.
+    pub const fn unix_seconds(self) -> i64 {
+        self.0.div_euclid(1000)
+    }
+
+    /// The UTC calendar day this instant falls on, as days since the epoch.
+    pub const fn day_number(self) -> i64 {
+        self.0.div_euclid(86_400_000)
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_rfc3339())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_with_milliseconds_and_z() {
+        let t = Timestamp::from_millis(1_713_960_042_007);
+        assert_eq!(t.to_rfc3339(), "2024-04-24T12:00:42.007Z");
+        assert_eq!(t.to_legacy(), "2024-04-24 12:00:42");
+        assert_eq!(t.to_legacy_ms(), "2024-04-24 12:00:42.007");
+    }
+
+    #[test]
+    fn parses_any_rfc3339_offset() {
+        let a = Timestamp::parse_rfc3339("2024-04-24T14:00:42.5+02:00").unwrap();
+        assert_eq!(a.to_rfc3339(), "2024-04-24T12:00:42.500Z");
+        assert!(Timestamp::parse_rfc3339("2024-04-24").is_err());
+        assert!(Timestamp::parse_rfc3339("yesterday").is_err());
+    }
+
+    #[test]
+    fn legacy_round_trip_and_zero() {
+        let t = Timestamp::parse_legacy("2024-01-02 03:04:05").unwrap();
+        assert_eq!(t.to_legacy(), "2024-01-02 03:04:05");
+        assert_eq!(Timestamp::legacy_or_zero(None), "0000-00-00 00:00:00");
+    }
+}

@@ -1,0 +1,231 @@
+//! The operator API under `/admin`, guarded by `Authorization: Bearer ADMIN_TOKEN`. Without a
+//! configured token the whole prefix answers 404, as if it did not exist.
+
+use axum::body::Bytes;
+use axum::extract::{Path, Request, State};
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+use dialtone_domain::account::{BillingMode, is_currency};
+use dialtone_domain::{Money, Sid};
+use dialtone_store::accounts::{self, Account};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::{Checks, json_body};
+use crate::provisioning::{self, AccountRequest, ProvisionError};
+use crate::state::AppState;
+
+/// The `/admin` routes (mounted only when an admin token is configured).
+pub fn router(state: AppState) -> Router<AppState> {
+    Router::new()
+        .route("/admin/accounts", post(create_account).get(list_accounts))
+        .route("/admin/accounts/{sid}/api-keys", post(create_key))
+        .route(
+            "/admin/accounts/{sid}/api-keys/{key_id}",
+            delete(revoke_key),
+        )
+        .route("/admin/accounts/{sid}", get(get_account))
+        .route_layer(axum::middleware::from_fn_with_state(state, require_admin))
+}
+
+async fn require_admin(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let Some(expected) = state.config.admin_token.as_deref() else {
+        return ApiError::not_found("path").into_response();
+    };
+    let presented = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    // Compare digests so the comparison time does not depend on the token's bytes.
+    if Sha256::digest(presented.as_bytes()) != Sha256::digest(expected.as_bytes()) {
+        return ApiError::auth("missing or wrong admin token (Authorization: Bearer ADMIN_TOKEN)")
+            .into_response();
+    }
+    next.run(req).await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CreateAccountBody {
+    name: String,
+    parent: Option<String>,
+    credit: Option<String>,
+    currency: Option<String>,
+    billing_mode: Option<String>,
+}
+
+/// An account as the operator sees it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AccountView {
+    sid: String,
+    name: String,
+    parent: Option<String>,
+    login: String,
+    status: &'static str,
+    currency: String,
+    billing_mode: &'static str,
+    credit: String,
+    created: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    password: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    api_key: Option<String>,
+}
+
+impl AccountView {
+    /// The operator's view of an account, without secrets.
+    pub fn of(a: &Account) -> Self {
+        Self {
+            sid: a.sid.to_string(),
+            name: a.name.clone(),
+            parent: a.parent_sid.as_ref().map(ToString::to_string),
+            login: a.login.clone(),
+            status: a.status.as_str(),
+            currency: a.currency.clone(),
+            billing_mode: a.billing_mode.as_str(),
+            credit: a.credit.to_cents_string(),
+            created: a.created.to_rfc3339(),
+            password: None,
+            api_key: None,
+        }
+    }
+}
+
+fn provision_error(e: ProvisionError) -> ApiError {
+    match e {
+        ProvisionError::ParentNotFound(_) => ApiError::invalid("parent", "no such account"),
+        ProvisionError::ParentIsSub(_) => {
+            ApiError::invalid("parent", "a sub account cannot have sub accounts")
+        }
+        ProvisionError::LoginTaken(_) => ApiError::invalid("login", "is taken"),
+        ProvisionError::AccountNotFound(_) => ApiError::not_found("account"),
+        ProvisionError::Db(e) => ApiError::from(e),
+    }
+}
+
+async fn create_account(
+    State(state): State<AppState>,
+    body: Bytes,
+) -> ApiResult<(StatusCode, Json<AccountView>)> {
+    let body: CreateAccountBody = json_body(&body)?;
+    let mut checks = Checks::default();
+    let name = checks
+        .text("name", Some(&body.name), 1, 64)
+        .map(str::to_owned);
+    let parent = checks.sid("parent", body.parent.as_deref());
+    let credit = match body.credit.as_deref() {
+        Some(c) => match Money::parse_cents(c) {
+            Ok(m) if m >= Money::ZERO => m,
+            _ => {
+                checks.fail(
+                    "credit",
+                    "must be a non-negative amount in cents, such as \"100000.00\"",
+                );
+                Money::ZERO
+            }
+        },
+        None => Money::ZERO,
+    };
+    if let Some(c) = &body.currency
+        && !is_currency(c)
+    {
+        checks.fail("currency", "must be an ISO 4217 code such as EUR");
+    }
+    let billing_mode = checks
+        .choice(
+            "billingMode",
+            body.billing_mode.as_deref(),
+            &[
+                ("prepaid", BillingMode::Prepaid),
+                ("postpaid", BillingMode::Postpaid),
+            ],
+        )
+        .unwrap_or(BillingMode::Prepaid);
+    checks.finish()?;
+    let request = AccountRequest {
+        name: name.unwrap_or_default(),
+        parent,
+        credit,
+        currency: body.currency,
+        login: None,
+        billing_mode,
+    };
+    let made = provisioning::create_account(&state.store, state.clock.as_ref(), request)
+        .await
+        .map_err(provision_error)?;
+    let mut view = AccountView::of(&made.account);
+    view.password = Some(made.password);
+    view.api_key = Some(made.api_key);
+    Ok((StatusCode::CREATED, Json(view)))
+}
+
+async fn list_accounts(State(state): State<AppState>) -> ApiResult<Json<Vec<AccountView>>> {
+    let all = state.store.read(accounts::list).await?;
+    Ok(Json(all.iter().map(AccountView::of).collect()))
+}
+
+fn path_sid(sid: &str) -> ApiResult<Sid> {
+    Sid::parse(sid)
+        .filter(|s| s.as_str() == sid)
+        .ok_or_else(|| ApiError::not_found("account"))
+}
+
+async fn get_account(
+    State(state): State<AppState>,
+    Path(sid): Path<String>,
+) -> ApiResult<Json<AccountView>> {
+    let sid = path_sid(&sid)?;
+    let account = state
+        .store
+        .read(move |c| accounts::by_sid(c, &sid))
+        .await?
+        .ok_or_else(|| ApiError::not_found("account"))?;
+    Ok(Json(AccountView::of(&account)))
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct NewKey {
+    api_key: String,
+    key_id: String,
+}
+
+async fn create_key(
+    State(state): State<AppState>,
+    Path(sid): Path<String>,
+) -> ApiResult<(StatusCode, Json<NewKey>)> {
+    let sid = path_sid(&sid)?;
+    let key = provisioning::create_key(&state.store, state.clock.as_ref(), sid)
+        .await
+        .map_err(provision_error)?;
+    let key_id = dialtone_domain::credentials::api_key_id(&key);
+    Ok((
+        StatusCode::CREATED,
+        Json(NewKey {
+            api_key: key,
+            key_id,
+        }),
+    ))
+}
+
+async fn revoke_key(
+    State(state): State<AppState>,
+    Path((sid, key_id)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    let sid = path_sid(&sid)?;
+    let revoked = provisioning::revoke_key(&state.store, state.clock.as_ref(), sid, key_id)
+        .await
+        .map_err(provision_error)?;
+    if revoked {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::not_found("API key"))
+    }
+}

@@ -1,0 +1,106 @@
+//! Building and running a server: open and migrate the store, assemble the interfaces, bind
+//! the listener (port 0 picks a free one, which tests use), serve until told to stop.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use dialtone_domain::Clock;
+use dialtone_store::{Store, StoreOptions, migrate};
+use tokio::net::TcpListener;
+
+use crate::config::Config;
+use crate::metrics::Metrics;
+use crate::state::AppState;
+use crate::{admin, http, jsonrpc, ops, v2};
+
+/// A server ready to serve: store open and migrated, listener bound.
+pub struct Application {
+    listener: TcpListener,
+    router: Router,
+    state: AppState,
+}
+
+impl Application {
+    /// Opens the store, applies migrations, binds `config.listen`.
+    pub async fn build(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
+        config.validate()?;
+        let store = open_store(&config).await?;
+        let listener = TcpListener::bind(&config.listen)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
+        let state = AppState {
+            store,
+            clock,
+            config: Arc::new(config),
+            metrics: Arc::new(Metrics::default()),
+        };
+        let router = router(state.clone());
+        Ok(Self {
+            listener,
+            router,
+            state,
+        })
+    }
+
+    /// The address actually bound.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 0)))
+    }
+
+    /// The shared state (store, clock, config), for tests and the command line.
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Serves until `shutdown` resolves, then stops accepting and finishes in-flight requests.
+    pub async fn run_until(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
+        axum::serve(self.listener, self.router)
+            .with_graceful_shutdown(shutdown)
+            .await?;
+        Ok(())
+    }
+}
+
+/// Opens the configured database and applies pending migrations.
+pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
+    let options = StoreOptions {
+        connections: config.db_connections,
+        synchronous: config.sqlite_synchronous,
+    };
+    let store = Store::open(&config.database_url, &options)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot open the database: {e}"))?;
+    migrate::run(&store)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot migrate the database: {e}"))?;
+    Ok(store)
+}
+
+/// Every interface on one router.
+pub fn router(state: AppState) -> Router {
+    let (v2, _doc) = v2::router();
+    let mut app = Router::new()
+        .nest("/v2.0", v2)
+        .merge(jsonrpc::router())
+        .merge(ops::router());
+    if state.config.admin_token.is_some() {
+        app = app.merge(admin::router(state.clone()));
+    }
+    let max_body = state.config.max_body_bytes;
+    app.fallback(http::fallback)
+        .layer(axum::middleware::from_fn(http::contract_errors))
+        .layer(DefaultBodyLimit::max(max_body))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            http::observe,
+        ))
+        .with_state(state)
+}

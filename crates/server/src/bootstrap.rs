@@ -1,0 +1,53 @@
+//! First start: with an empty database, create a `dev` account with prepaid credit so a
+//! developer can call the API at once.
+
+use dialtone_domain::Money;
+use dialtone_domain::account::BillingMode;
+use dialtone_store::accounts;
+
+use crate::provisioning::{self, AccountRequest, ProvisionError, ProvisionedAccount};
+use crate::state::AppState;
+
+/// Opening credit of the dev account: 1,000.00 EUR, in cents.
+pub const DEV_CREDIT_CENTS: i64 = 100_000;
+
+/// Creates the `dev` account when no account exists; None when there already was one.
+pub async fn dev_account_if_empty(state: &AppState) -> anyhow::Result<Option<ProvisionedAccount>> {
+    if !state.store.read(accounts::is_empty).await? {
+        return Ok(None);
+    }
+    let request = AccountRequest {
+        name: "dev".to_owned(),
+        parent: None,
+        credit: Money::from_cents(DEV_CREDIT_CENTS),
+        currency: None,
+        login: Some("dev".to_owned()),
+        billing_mode: BillingMode::Prepaid,
+    };
+    match provisioning::create_account(&state.store, state.clock.as_ref(), request).await {
+        Ok(made) => Ok(Some(made)),
+        // Another node of the same database made it first.
+        Err(ProvisionError::LoginTaken(_)) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The lines printed once, on the first start.
+pub fn announcement(made: &ProvisionedAccount, base_url: &str) -> String {
+    format!(
+        "\n  dialtone created a dev account (shown once; keep it):\n\
+         \n    account SID  {sid}\
+         \n    API key      {key}\
+         \n    login        {login}\
+         \n    password     {password}\
+         \n    credit       {credit} cents ({currency})\n\
+         \n  try it:\n\
+         \n    curl -H 'x-api-key: {key}' {base_url}/v2.0/ping\n",
+        sid = made.account.sid,
+        key = made.api_key,
+        login = made.account.login,
+        password = made.password,
+        credit = made.account.credit,
+        currency = made.account.currency,
+    )
+}

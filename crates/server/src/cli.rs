@@ -1,0 +1,159 @@
+//! The command line: `serve`, `migrate`, and the operator's account and key commands, which
+//! act directly on the configured database.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use dialtone_store::DatabaseUrl;
+
+use crate::config::{Config, DEFAULT_DATA_DIR, DEFAULT_LISTEN, FileConfig, LogFormat};
+
+/// dialtone: a self-hostable voice, SMS and phone-number platform.
+#[derive(Debug, Parser)]
+#[command(name = "dialtone", version, about)]
+pub struct Cli {
+    /// Settings shared by every command.
+    #[command(flatten)]
+    pub settings: Settings,
+    /// What to do (default: serve).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Settings: flags, each with an environment variable, over an optional TOML file.
+#[derive(Debug, Args)]
+pub struct Settings {
+    /// TOML configuration file (same keys as the flags, with underscores).
+    #[arg(long, env = "DIALTONE_CONFIG", global = true)]
+    pub config: Option<PathBuf>,
+    /// Address to listen on [default: 127.0.0.1:8080].
+    #[arg(long, env = "DIALTONE_LISTEN", global = true)]
+    pub listen: Option<String>,
+    /// Directory for the SQLite database and stored media [default: ./dialtone-data].
+    #[arg(long, env = "DIALTONE_DATA_DIR", global = true)]
+    pub data_dir: Option<PathBuf>,
+    /// sqlite:PATH or postgres://... [default: sqlite:DATA_DIR/dialtone.db].
+    #[arg(long, env = "DIALTONE_DATABASE_URL", global = true)]
+    pub database_url: Option<String>,
+    /// Bearer token of the operator API (/admin answers 404 without one).
+    #[arg(
+        long,
+        env = "DIALTONE_ADMIN_TOKEN",
+        global = true,
+        hide_env_values = true
+    )]
+    pub admin_token: Option<String>,
+    /// BRAND of the webhook headers X-<BRAND>-EventId and X-<BRAND>-HmacSignature [default: SVC].
+    #[arg(long, env = "DIALTONE_HEADER_BRAND", global = true)]
+    pub header_brand: Option<String>,
+    /// Log format [default: text].
+    #[arg(long, env = "DIALTONE_LOG_FORMAT", global = true, value_enum)]
+    pub log_format: Option<LogFormat>,
+    /// Database connections: SQLite readers, PostgreSQL pool size [default: 4].
+    #[arg(long, env = "DIALTONE_DB_CONNECTIONS", global = true)]
+    pub db_connections: Option<usize>,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the server (applies migrations first).
+    Serve,
+    /// Apply database migrations and exit.
+    Migrate,
+    /// Manage accounts.
+    #[command(subcommand)]
+    Account(AccountCommand),
+    /// Manage API keys.
+    #[command(subcommand)]
+    Key(KeyCommand),
+}
+
+/// Account commands.
+#[derive(Debug, Subcommand)]
+pub enum AccountCommand {
+    /// Create an account (prints its password and API key once).
+    Create {
+        /// Display name.
+        #[arg(long)]
+        name: String,
+        /// Parent account SID, to create a sub account.
+        #[arg(long)]
+        parent: Option<String>,
+        /// Opening prepaid credit in cents, such as 100000.00.
+        #[arg(long)]
+        credit: Option<String>,
+        /// ISO 4217 currency [default: the parent's, or EUR].
+        #[arg(long)]
+        currency: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List accounts.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// API key commands.
+#[derive(Debug, Subcommand)]
+pub enum KeyCommand {
+    /// Create a key for an account (printed once).
+    Create {
+        /// Account SID.
+        #[arg(long)]
+        account: String,
+    },
+    /// Revoke a key by its identifier (the first 11 characters, dt_XXXXXXXX).
+    Revoke {
+        /// Account SID.
+        #[arg(long)]
+        account: String,
+        /// Key identifier.
+        #[arg(long)]
+        key: String,
+    },
+}
+
+impl Settings {
+    /// Resolves flags and environment over the file over the defaults.
+    pub fn resolve(&self) -> anyhow::Result<Config> {
+        let file = match &self.config {
+            Some(path) => FileConfig::load(path)?,
+            None => FileConfig::default(),
+        };
+        let data_dir = self
+            .data_dir
+            .clone()
+            .or(file.data_dir)
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
+        let mut config = Config::embedded(&data_dir);
+        config.listen = self
+            .listen
+            .clone()
+            .or(file.listen)
+            .unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
+        if let Some(url) = self.database_url.clone().or(file.database_url) {
+            config.database_url = DatabaseUrl::parse(&url).map_err(|e| anyhow::anyhow!(e))?;
+        }
+        config.admin_token = self
+            .admin_token
+            .clone()
+            .or(file.admin_token)
+            .filter(|t| !t.is_empty());
+        if let Some(brand) = self.header_brand.clone().or(file.header_brand) {
+            config.header_brand = brand;
+        }
+        if let Some(format) = self.log_format.or(file.log_format) {
+            config.log_format = format;
+        }
+        if let Some(n) = self.db_connections.or(file.db_connections) {
+            config.db_connections = n.clamp(1, 64);
+        }
+        config.validate()?;
+        Ok(config)
+    }
+}

@@ -1,0 +1,114 @@
+//! Configuration: flags, each with a `DIALTONE_` environment variable, over an optional TOML
+//! file, over built-in defaults that run everything on a laptop.
+
+use std::path::{Path, PathBuf};
+
+use dialtone_store::{DatabaseUrl, Synchronous};
+use serde::Deserialize;
+
+/// How logs are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// The resolved configuration of a server process.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Address to listen on (port 0 picks a free port).
+    pub listen: String,
+    /// Directory for the SQLite file and stored media.
+    pub data_dir: PathBuf,
+    /// The database.
+    pub database_url: DatabaseUrl,
+    /// Bearer token of the operator API; `/admin` answers 404 without one.
+    pub admin_token: Option<String>,
+    /// BRAND in the webhook headers `X-<BRAND>-EventId` and `X-<BRAND>-HmacSignature`.
+    pub header_brand: String,
+    /// Log format.
+    pub log_format: LogFormat,
+    /// Database connections (SQLite readers, PostgreSQL pool size).
+    pub db_connections: usize,
+    /// SQLite commit durability.
+    pub sqlite_synchronous: Synchronous,
+    /// Create and print a `dev` account on first start with an empty database.
+    pub dev_account: bool,
+    /// Largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+}
+
+/// Settings a TOML file may hold (the same names as the flags, with underscores).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    /// See [`Config::listen`].
+    pub listen: Option<String>,
+    /// See [`Config::data_dir`].
+    pub data_dir: Option<PathBuf>,
+    /// See [`Config::database_url`].
+    pub database_url: Option<String>,
+    /// See [`Config::admin_token`].
+    pub admin_token: Option<String>,
+    /// See [`Config::header_brand`].
+    pub header_brand: Option<String>,
+    /// See [`Config::log_format`].
+    pub log_format: Option<LogFormat>,
+    /// See [`Config::db_connections`].
+    pub db_connections: Option<usize>,
+}
+
+impl FileConfig {
+    /// Reads a TOML configuration file.
+    pub fn load(path: &Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+        toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    }
+}
+
+/// Default listen address.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+/// Default data directory.
+pub const DEFAULT_DATA_DIR: &str = "./dialtone-data";
+
+impl Config {
+    /// The embedded defaults, with the data under `data_dir`.
+    pub fn embedded(data_dir: impl Into<PathBuf>) -> Self {
+        let data_dir = data_dir.into();
+        Self {
+            listen: DEFAULT_LISTEN.to_owned(),
+            database_url: DatabaseUrl::Sqlite(data_dir.join("dialtone.db")),
+            data_dir,
+            admin_token: None,
+            header_brand: "SVC".to_owned(),
+            log_format: LogFormat::Text,
+            db_connections: 4,
+            sqlite_synchronous: Synchronous::Full,
+            dev_account: true,
+            max_body_bytes: 2 * 1024 * 1024,
+        }
+    }
+
+    /// Checks what the types alone do not.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        let brand_ok = !self.header_brand.is_empty()
+            && self.header_brand.len() <= 32
+            && self
+                .header_brand
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-');
+        if !brand_ok {
+            anyhow::bail!("--header-brand must be 1 to 32 letters, digits or dashes");
+        }
+        if let Some(token) = &self.admin_token
+            && token.len() < 16
+        {
+            anyhow::bail!("--admin-token must be at least 16 characters");
+        }
+        Ok(())
+    }
+}

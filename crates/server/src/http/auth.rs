@@ -1,0 +1,161 @@
+//! Who is calling. v2.0 accepts `x-api-key: KEY` or Basic `SID:KEY` (SID the key's account
+//! or one of its sub accounts); the earlier interfaces accept Basic `login:password` or
+//! `Authorization: Api-Key KEY`. Anything else is 401 `auth_error`.
+
+use axum::extract::FromRequestParts;
+use axum::http::HeaderMap;
+use axum::http::request::Parts;
+use base64::Engine;
+use dialtone_domain::Sid;
+use dialtone_domain::account::AccountStatus;
+use dialtone_domain::credentials::{hash_api_key, verify_password};
+use dialtone_store::accounts::{self, Account};
+
+use super::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+/// The account a v2.0 request acts on.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// The acting account (a sub account when addressed by Basic `SUBSID:MASTERKEY`).
+    pub account: Account,
+}
+
+impl Caller {
+    /// 403 `account_suspended` unless the account may spend.
+    pub fn ensure_may_spend(&self) -> ApiResult<()> {
+        if self.account.status == AccountStatus::Suspended {
+            return Err(ApiError::forbidden(
+                "account_suspended",
+                "the account is suspended: reads work, spending is refused",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A credential as presented, before it is checked.
+enum Presented {
+    ApiKey(String),
+    Basic { user: String, secret: String },
+}
+
+fn basic(value: &str) -> Option<(String, String)> {
+    let encoded = value
+        .strip_prefix("Basic ")
+        .or_else(|| value.strip_prefix("basic "))?;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .ok()?;
+    let text = String::from_utf8(decoded).ok()?;
+    let (user, secret) = text.split_once(':')?;
+    Some((user.to_owned(), secret.to_owned()))
+}
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> ApiResult<Option<&'a str>> {
+    headers
+        .get(name)
+        .map(|v| {
+            v.to_str()
+                .map_err(|_| ApiError::auth(format!("malformed {name} header")))
+        })
+        .transpose()
+}
+
+async fn account_by_key(state: &AppState, key: &str) -> ApiResult<Option<Account>> {
+    let hash = hash_api_key(key);
+    Ok(state
+        .store
+        .read(move |c| accounts::by_key_hash(c, &hash))
+        .await?)
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+        let presented = if let Some(key) = header(&parts.headers, "x-api-key")? {
+            Presented::ApiKey(key.to_owned())
+        } else if let Some(auth) = header(&parts.headers, "authorization")? {
+            let (user, secret) = basic(auth).ok_or_else(|| {
+                ApiError::auth(
+                    "malformed Authorization header: use x-api-key, or Basic with SID:API_KEY",
+                )
+            })?;
+            Presented::Basic { user, secret }
+        } else {
+            return Err(ApiError::auth(
+                "missing credentials: send x-api-key, or Basic authentication with SID:API_KEY",
+            ));
+        };
+        match presented {
+            Presented::ApiKey(key) => {
+                let account = account_by_key(state, &key)
+                    .await?
+                    .ok_or_else(|| ApiError::auth("invalid API key"))?;
+                Ok(Caller { account })
+            }
+            Presented::Basic { user, secret } => {
+                let invalid = || ApiError::auth("invalid account SID or API key");
+                let key_account = account_by_key(state, &secret).await?.ok_or_else(invalid)?;
+                if user == key_account.sid.as_str() {
+                    return Ok(Caller {
+                        account: key_account,
+                    });
+                }
+                let sid = Sid::parse(&user).ok_or_else(invalid)?;
+                let acting = state
+                    .store
+                    .read(move |c| accounts::by_sid(c, &sid))
+                    .await?
+                    .ok_or_else(invalid)?;
+                if acting.parent_id == Some(key_account.id) {
+                    Ok(Caller { account: acting })
+                } else {
+                    Err(invalid())
+                }
+            }
+        }
+    }
+}
+
+/// The account a request of the earlier interfaces (JSON-RPC, SMS REST v1.1) acts on.
+#[derive(Debug, Clone)]
+pub struct LegacyCaller {
+    /// The authenticated account.
+    pub account: Account,
+}
+
+/// Authenticates Basic `login:password` or `Authorization: Api-Key KEY`.
+pub async fn legacy_caller(headers: &HeaderMap, state: &AppState) -> ApiResult<LegacyCaller> {
+    let auth = header(headers, "authorization")?.ok_or_else(|| {
+        ApiError::auth("missing credentials: use Basic login:password or Api-Key")
+    })?;
+    if let Some(key) = auth.strip_prefix("Api-Key ") {
+        let account = account_by_key(state, key.trim())
+            .await?
+            .ok_or_else(|| ApiError::auth("invalid API key"))?;
+        return Ok(LegacyCaller { account });
+    }
+    let (login, password) =
+        basic(auth).ok_or_else(|| ApiError::auth("malformed Authorization header"))?;
+    let found = {
+        let login = login.clone();
+        state
+            .store
+            .read(move |c| accounts::by_login(c, &login))
+            .await?
+    };
+    let Some((account, stored)) = found else {
+        return Err(ApiError::auth("invalid login or password"));
+    };
+    // argon2 is deliberately slow: keep it off the async threads.
+    let ok = tokio::task::spawn_blocking(move || verify_password(&password, &stored))
+        .await
+        .unwrap_or(false);
+    if ok {
+        Ok(LegacyCaller { account })
+    } else {
+        Err(ApiError::auth("invalid login or password"))
+    }
+}

@@ -1,0 +1,235 @@
+//! The earlier JSON-RPC 2.0 interface at `POST /json-rpc/v1.1/`: positional parameters only,
+//! HTTP 200 for every answer (the official SDKs treat any other status as a transport
+//! failure), errors as `{code, message, data}` with the earlier numeric codes.
+
+mod system;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+
+use crate::http::auth::{LegacyCaller, legacy_caller};
+use crate::http::error::ApiError;
+use crate::state::AppState;
+
+/// JSON-RPC error codes used by dialtone.
+pub mod codes {
+    /// The body is not JSON.
+    pub const PARSE_ERROR: i64 = -32700;
+    /// Not a JSON-RPC 2.0 request object.
+    pub const INVALID_REQUEST: i64 = -32600;
+    /// No such method.
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// Wrong number or kind of parameters.
+    pub const INVALID_PARAMS: i64 = -32602;
+    /// Server fault.
+    pub const INTERNAL: i64 = -32603;
+    /// Authentication failed.
+    pub const AUTH: i64 = 22;
+    /// Feature not allowed (suspended account, missing approval, no credit).
+    pub const NOT_ALLOWED: i64 = 100;
+    /// Object not found.
+    pub const NOT_FOUND: i64 = 115;
+    /// A required property is missing.
+    pub const MISSING_PROPERTY: i64 = 150;
+    /// A property has an invalid value.
+    pub const INVALID_PROPERTY: i64 = 151;
+    /// The SMS could not be routed.
+    pub const SMS_ROUTING: i64 = 1000;
+}
+
+/// A JSON-RPC error object.
+#[derive(Debug, Clone)]
+pub struct RpcError {
+    /// Numeric code.
+    pub code: i64,
+    /// Text.
+    pub message: String,
+    /// Extra data (null when none).
+    pub data: Value,
+}
+
+impl RpcError {
+    /// An error with no data.
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            data: Value::Null,
+        }
+    }
+
+    /// Invalid parameter at `index` (0-based) of the positional list.
+    pub fn invalid_param(index: usize, message: impl Into<String>) -> Self {
+        Self::new(
+            codes::INVALID_PROPERTY,
+            format!("param {index}: {}", message.into()),
+        )
+    }
+}
+
+impl From<ApiError> for RpcError {
+    fn from(e: ApiError) -> Self {
+        let code = match e.code {
+            "auth_error" => codes::AUTH,
+            "not_found" => codes::NOT_FOUND,
+            "validation_error" if e.details.iter().all(|d| d.message == "is required") => {
+                codes::MISSING_PROPERTY
+            }
+            "validation_error"
+            | "invalid_scenario"
+            | "reservation_exists"
+            | "reservation_expired"
+            | "export_range_too_long"
+            | "task_not_cancellable"
+            | "end_user_in_use"
+            | "unsupported_format"
+            | "file_too_large"
+            | "number_not_available" => codes::INVALID_PROPERTY,
+            "account_suspended"
+            | "forbidden"
+            | "sender_not_approved"
+            | "insufficient_credit"
+            | "rate_limited"
+            | "export_quota_exceeded" => codes::NOT_ALLOWED,
+            _ => codes::INTERNAL,
+        };
+        let data = if e.details.is_empty() {
+            json!({ "code": e.code })
+        } else {
+            json!({ "code": e.code, "details": e.details })
+        };
+        Self {
+            code,
+            message: e.message,
+            data,
+        }
+    }
+}
+
+impl From<dialtone_store::DbError> for RpcError {
+    fn from(e: dialtone_store::DbError) -> Self {
+        ApiError::from(e).into()
+    }
+}
+
+/// What a method receives.
+pub struct Call<'a> {
+    /// Shared state.
+    pub state: &'a AppState,
+    /// The authenticated account.
+    pub caller: &'a LegacyCaller,
+    /// Positional parameters.
+    pub params: Vec<Value>,
+}
+
+impl Call<'_> {
+    /// Parameter `i`, or Null when absent.
+    pub fn param(&self, i: usize) -> &Value {
+        self.params.get(i).unwrap_or(&Value::Null)
+    }
+
+    /// A required string parameter.
+    pub fn string(&self, i: usize, name: &str) -> Result<String, RpcError> {
+        match self.param(i) {
+            Value::String(s) => Ok(s.clone()),
+            Value::Null => Err(RpcError::new(
+                codes::MISSING_PROPERTY,
+                format!("param {i} ({name}) is required"),
+            )),
+            _ => Err(RpcError::invalid_param(
+                i,
+                format!("{name} must be a string"),
+            )),
+        }
+    }
+}
+
+/// `POST /json-rpc/v1.1/`.
+pub fn router() -> Router<AppState> {
+    Router::new().route("/json-rpc/v1.1/", post(handle))
+}
+
+fn answer(id: Value, outcome: Result<Value, RpcError>) -> Response {
+    let body = match outcome {
+        Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+        Err(e) => {
+            json!({ "jsonrpc": "2.0", "id": id, "error": { "code": e.code, "message": e.message, "data": e.data } })
+        }
+    };
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json; charset=utf-8")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+async fn handle(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    let request: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => {
+            return answer(
+                Value::Null,
+                Err(RpcError::new(
+                    codes::PARSE_ERROR,
+                    format!("parse error: {e}"),
+                )),
+            );
+        }
+    };
+    let id = request.get("id").cloned().unwrap_or(Value::Null);
+    let (method, params) = match parse_request(&request) {
+        Ok(v) => v,
+        Err(e) => return answer(id, Err(e)),
+    };
+    let caller = match legacy_caller(&headers, &state).await {
+        Ok(c) => c,
+        Err(e) => return answer(id, Err(RpcError::new(codes::AUTH, e.message))),
+    };
+    let call = Call {
+        state: &state,
+        caller: &caller,
+        params,
+    };
+    answer(id, dispatch(&method, call).await)
+}
+
+fn parse_request(request: &Value) -> Result<(String, Vec<Value>), RpcError> {
+    let invalid = |m: &str| RpcError::new(codes::INVALID_REQUEST, format!("invalid request: {m}"));
+    let obj = request
+        .as_object()
+        .ok_or_else(|| invalid("not an object (batches are not supported)"))?;
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(invalid("jsonrpc must be \"2.0\""));
+    }
+    let method = obj
+        .get("method")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid("method must be a string"))?;
+    let params = match obj.get("params") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items.clone(),
+        Some(_) => {
+            return Err(RpcError::new(
+                codes::INVALID_PARAMS,
+                "params must be an array: positional parameters only",
+            ));
+        }
+    };
+    Ok((method.to_owned(), params))
+}
+
+async fn dispatch(method: &str, call: Call<'_>) -> Result<Value, RpcError> {
+    match method {
+        "system.get_timestamp" => system::get_timestamp(&call),
+        _ => Err(RpcError::new(
+            codes::METHOD_NOT_FOUND,
+            format!("method not found: {method}"),
+        )),
+    }
+}

@@ -1,0 +1,21 @@
+//! The dialtone server: configuration, command line, the HTTP interfaces (REST v2.0, the
+//! operator API, health and metrics), authentication, background workers and start-up.
+//!
+//! Handlers are thin: they parse and validate into domain types, call the store, and render.
+//! Business rules live in `dialtone-domain`; SQL lives in `dialtone-store`.
+
+pub mod admin;
+pub mod app;
+pub mod bootstrap;
+pub mod cli;
+pub mod config;
+pub mod http;
+pub mod jsonrpc;
+pub mod metrics;
+pub mod ops;
+pub mod provisioning;
+pub mod state;
+pub mod v2;
+
+pub use app::Application;
+pub use config::Config;

@@ -1,0 +1,174 @@
+//! The `dialtone` binary.
+
+use std::sync::Arc;
+
+use clap::Parser;
+use dialtone::cli::{AccountCommand, Cli, Command, KeyCommand};
+use dialtone::config::{Config, LogFormat};
+use dialtone::provisioning::{self, AccountRequest};
+use dialtone::{Application, admin::AccountView, app, bootstrap};
+use dialtone_domain::account::BillingMode;
+use dialtone_domain::{Money, Sid, SystemClock};
+use dialtone_store::accounts;
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => builder.json().init(),
+        LogFormat::Text => builder.init(),
+    }
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let config = match cli.settings.resolve() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("dialtone: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    init_logging(config.log_format);
+    let result = match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => serve(config).await,
+        Command::Migrate => app::open_store(&config)
+            .await
+            .map(|_| println!("migrations applied")),
+        Command::Account(cmd) => account(config, cmd).await,
+        Command::Key(cmd) => key(config, cmd).await,
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("dialtone: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+    tracing::info!("shutting down: finishing in-flight requests");
+}
+
+async fn serve(config: Config) -> anyhow::Result<()> {
+    let dev_account = config.dev_account;
+    let app = Application::build(config, Arc::new(SystemClock)).await?;
+    let addr = app.local_addr();
+    if dev_account && let Some(made) = bootstrap::dev_account_if_empty(app.state()).await? {
+        println!(
+            "{}",
+            bootstrap::announcement(&made, &format!("http://{addr}"))
+        );
+    }
+    tracing::info!(%addr, "dialtone listening");
+    app.run_until(shutdown_signal()).await
+}
+
+fn parse_sid(text: &str) -> anyhow::Result<Sid> {
+    Sid::parse(text).ok_or_else(|| anyhow::anyhow!("{text:?} is not an account SID"))
+}
+
+async fn account(config: Config, cmd: AccountCommand) -> anyhow::Result<()> {
+    let store = app::open_store(&config).await?;
+    let clock = SystemClock;
+    match cmd {
+        AccountCommand::Create {
+            name,
+            parent,
+            credit,
+            currency,
+            json,
+        } => {
+            let credit = credit
+                .map(|c| Money::parse_cents(&c))
+                .transpose()
+                .map_err(|e| anyhow::anyhow!("--credit {e}"))?
+                .unwrap_or(Money::ZERO);
+            let request = AccountRequest {
+                name,
+                parent: parent.as_deref().map(parse_sid).transpose()?,
+                credit,
+                currency,
+                login: None,
+                billing_mode: BillingMode::Prepaid,
+            };
+            let made = provisioning::create_account(&store, &clock, request).await?;
+            if json {
+                let mut v = serde_json::to_value(AccountView::of(&made.account))?;
+                v["password"] = made.password.clone().into();
+                v["apiKey"] = made.api_key.clone().into();
+                println!("{v}");
+            } else {
+                println!(
+                    "account {} created\n  login    {}\n  password {}\n  API key  {}\n(the password and key are shown only now)",
+                    made.account.sid, made.account.login, made.password, made.api_key
+                );
+            }
+        }
+        AccountCommand::List { json } => {
+            let all = store.read(accounts::list).await?;
+            if json {
+                let views: Vec<AccountView> = all.iter().map(AccountView::of).collect();
+                println!("{}", serde_json::to_string_pretty(&views)?);
+            } else {
+                println!(
+                    "{:<9} {:<9} {:<10} {:>16} {:<4} name",
+                    "sid", "parent", "status", "credit", "cur"
+                );
+                for a in all {
+                    let parent = a
+                        .parent_sid
+                        .as_ref()
+                        .map_or("-".to_owned(), ToString::to_string);
+                    println!(
+                        "{:<9} {:<9} {:<10} {:>16} {:<4} {}",
+                        a.sid, parent, a.status, a.credit, a.currency, a.name
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn key(config: Config, cmd: KeyCommand) -> anyhow::Result<()> {
+    let store = app::open_store(&config).await?;
+    let clock = SystemClock;
+    match cmd {
+        KeyCommand::Create { account } => {
+            let key = provisioning::create_key(&store, &clock, parse_sid(&account)?).await?;
+            println!("{key}\n(shown only now)");
+        }
+        KeyCommand::Revoke { account, key } => {
+            if provisioning::revoke_key(&store, &clock, parse_sid(&account)?, key.clone()).await? {
+                println!("key {key} revoked");
+            } else {
+                anyhow::bail!("no live key {key} on account {account}");
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,31 @@
+//! REST v2.0 under `/v2.0`: every route is registered together with its OpenAPI
+//! description, so `/v2.0/openapi.json` always lists exactly the paths that exist.
+
+pub mod billing;
+pub mod common;
+pub mod end_users;
+pub mod openapi;
+pub mod ping;
+
+use axum::Router;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::state::AppState;
+
+/// The v2.0 router (paths relative to `/v2.0`) and its OpenAPI document.
+pub fn router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    let (router, mut doc) = OpenApiRouter::with_openapi(openapi::base())
+        .routes(routes!(ping::ping))
+        .routes(routes!(end_users::search, end_users::create))
+        .routes(routes!(
+            end_users::get,
+            end_users::update,
+            end_users::delete
+        ))
+        .routes(routes!(billing::credit))
+        .split_for_parts();
+    openapi::finish(&mut doc);
+    let router = router.route("/openapi.json", openapi::serve(&doc));
+    (router, doc)
+}

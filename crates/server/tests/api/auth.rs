@@ -1,0 +1,205 @@
+//! The authentication matrix of CONTRACT section 1.
+
+use base64::Engine;
+use reqwest::Method;
+use serde_json::json;
+
+use crate::both_backends;
+use crate::helpers::{TestApp, assert_error, send};
+
+fn basic(user: &str, secret: &str) -> String {
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{user}:{secret}"))
+    )
+}
+
+both_backends!(
+    missing_malformed_and_wrong_credentials_are_401,
+    api_key_and_basic_act_on_the_right_account,
+    revoked_keys_stop_working,
+    sub_accounts_are_reached_only_through_their_parent,
+    legacy_interfaces_accept_login_password_and_api_key_header,
+);
+
+async fn missing_malformed_and_wrong_credentials_are_401(app: TestApp) {
+    let acct = app.account().await;
+    let cases = [
+        app.anon(Method::GET, "/v2.0/ping"),
+        app.anon(Method::GET, "/v2.0/ping")
+            .header("x-api-key", "dt_wrong"),
+        app.anon(Method::GET, "/v2.0/ping").header("x-api-key", ""),
+        app.anon(Method::GET, "/v2.0/ping")
+            .header("authorization", "Bearer xyz"),
+        app.anon(Method::GET, "/v2.0/ping")
+            .header("authorization", "Basic !!!notbase64"),
+        app.anon(Method::GET, "/v2.0/ping")
+            .header("authorization", basic(&acct.sid, "dt_wrong")),
+        app.anon(Method::GET, "/v2.0/ping")
+            .header("authorization", basic("nosuchid", &acct.api_key)),
+        // The legacy login and password are not v2.0 credentials.
+        app.anon(Method::GET, "/v2.0/ping")
+            .header("authorization", basic(&acct.login, &acct.password)),
+        app.anon(Method::GET, "/v2.0/end-users"),
+        app.anon(Method::POST, "/v2.0/end-users")
+            .json(&json!({"name": "x"})),
+        app.anon(Method::GET, "/v2.0/billing/credit"),
+    ];
+    for req in cases {
+        let (status, body) = send(req).await;
+        assert_error(status, &body, 401, "auth_error");
+    }
+    // Nothing was created by the refused POST.
+    let (_, list) = send(app.req(&acct, Method::GET, "/v2.0/end-users")).await;
+    assert_eq!(list["total"], 0);
+}
+
+async fn api_key_and_basic_act_on_the_right_account(app: TestApp) {
+    let acct = app
+        .account_with(json!({"name": "a", "credit": "123.45"}))
+        .await;
+    let (status, body) = send(app.req(&acct, Method::GET, "/v2.0/billing/credit")).await;
+    assert_eq!(status, 200);
+    assert_eq!(body, json!({"amount": "123.45", "currency": "EUR"}));
+    let (status, body) = send(
+        app.anon(Method::GET, "/v2.0/billing/credit")
+            .header("authorization", basic(&acct.sid, &acct.api_key)),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(body["amount"], "123.45");
+    let (status, body) = send(app.req(&acct, Method::GET, "/v2.0/ping")).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["pong"], "pong");
+    assert_eq!(body["time"], "2025-06-01T12:00:00.000Z");
+}
+
+async fn revoked_keys_stop_working(app: TestApp) {
+    let acct = app.account().await;
+    let (status, second) = send(app.admin(
+        Method::POST,
+        &format!("/admin/accounts/{}/api-keys", acct.sid),
+    ))
+    .await;
+    assert_eq!(status, 201);
+    let second_key = second["apiKey"].as_str().unwrap().to_owned();
+    assert!(second_key.starts_with("dt_") && second_key.len() >= 30);
+    let key_id = &acct.api_key[..11];
+    let (status, _) = send(app.admin(
+        Method::DELETE,
+        &format!("/admin/accounts/{}/api-keys/{key_id}", acct.sid),
+    ))
+    .await;
+    assert_eq!(status, 204);
+    let (status, body) = send(app.req(&acct, Method::GET, "/v2.0/ping")).await;
+    assert_error(status, &body, 401, "auth_error");
+    let (status, body) = send(
+        app.anon(Method::GET, "/v2.0/ping")
+            .header("authorization", basic(&acct.sid, &acct.api_key)),
+    )
+    .await;
+    assert_error(status, &body, 401, "auth_error");
+    // The other key still works; revoking twice is 404.
+    let (status, _) = send(
+        app.anon(Method::GET, "/v2.0/ping")
+            .header("x-api-key", &second_key),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (status, body) = send(app.admin(
+        Method::DELETE,
+        &format!("/admin/accounts/{}/api-keys/{key_id}", acct.sid),
+    ))
+    .await;
+    assert_error(status, &body, 404, "not_found");
+}
+
+async fn sub_accounts_are_reached_only_through_their_parent(app: TestApp) {
+    let main = app
+        .account_with(json!({"name": "main", "credit": "1000.00"}))
+        .await;
+    let sub = app.sub_account(&main, "7.00").await;
+    let sibling = app.sub_account(&main, "9.00").await;
+    let stranger = app
+        .account_with(json!({"name": "other", "credit": "1.00"}))
+        .await;
+
+    // Basic SUBSID:MASTERKEY acts on the sub account.
+    let as_sub = |who: &str, key: &str| {
+        app.anon(Method::GET, "/v2.0/billing/credit")
+            .header("authorization", basic(who, key))
+    };
+    let (status, body) = send(as_sub(&sub.sid, &main.api_key)).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["amount"], "7.00");
+    // The sub account's own key acts on itself.
+    let (_, body) = send(app.req(&sub, Method::GET, "/v2.0/billing/credit")).await;
+    assert_eq!(body["amount"], "7.00");
+    // A sibling's SID with a sub account's key, a stranger's SID with the master key, and
+    // the parent's SID with a sub account's key are all refused.
+    for (who, key) in [
+        (&sibling.sid, &sub.api_key),
+        (&stranger.sid, &main.api_key),
+        (&main.sid, &sub.api_key),
+    ] {
+        let (status, body) = send(as_sub(who, key)).await;
+        assert_error(status, &body, 401, "auth_error");
+    }
+
+    // A sub account's data is invisible to its sibling and to its parent's own key.
+    let (status, created) = send(
+        app.anon(Method::POST, "/v2.0/end-users")
+            .header("authorization", basic(&sub.sid, &main.api_key))
+            .json(&json!({"name": "Alice"})),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let path = format!("/v2.0/end-users/{}", created["sid"].as_str().unwrap());
+    let (status, _) = send(app.req(&sub, Method::GET, &path)).await;
+    assert_eq!(status, 200);
+    for other in [&sibling, &main, &stranger] {
+        let (status, body) = send(app.req(other, Method::GET, &path)).await;
+        assert_error(status, &body, 404, "not_found");
+        let (_, list) = send(app.req(other, Method::GET, "/v2.0/end-users")).await;
+        assert_eq!(list["total"], 0, "{list}");
+    }
+}
+
+async fn legacy_interfaces_accept_login_password_and_api_key_header(app: TestApp) {
+    let acct = app.account().await;
+    let rpc = json!({"jsonrpc": "2.0", "id": 7, "method": "system.get_timestamp", "params": []});
+    let ok = [
+        basic(&acct.login, &acct.password),
+        format!("Api-Key {}", acct.api_key),
+    ];
+    for auth in ok {
+        let (status, body) = send(
+            app.anon(Method::POST, "/json-rpc/v1.1/")
+                .header("authorization", auth)
+                .json(&rpc),
+        )
+        .await;
+        assert_eq!(status, 200);
+        assert_eq!(body["result"], 1_748_779_200, "{body}");
+        assert_eq!(body["id"], 7);
+    }
+    let bad = [
+        basic(&acct.login, "wrong"),
+        basic("nobody", &acct.password),
+        format!("Api-Key {}x", acct.api_key),
+        "Basic".to_owned(),
+    ];
+    for auth in bad {
+        let (status, body) = send(
+            app.anon(Method::POST, "/json-rpc/v1.1/")
+                .header("authorization", auth)
+                .json(&rpc),
+        )
+        .await;
+        assert_eq!(status, 200, "JSON-RPC answers 200 even for errors");
+        assert_eq!(body["error"]["code"], 22, "{body}");
+    }
+    let (status, body) = send(app.anon(Method::POST, "/json-rpc/v1.1/").json(&rpc)).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["error"]["code"], 22);
+}

@@ -1,0 +1,217 @@
+//! Spawning a server per test on a fresh database, with a manual clock, and typed helpers.
+
+use std::sync::Arc;
+
+use dialtone::Application;
+use dialtone::config::Config;
+use dialtone_domain::{ManualClock, Timestamp};
+use dialtone_store::DatabaseUrl;
+use reqwest::{Method, RequestBuilder, StatusCode};
+use serde_json::Value;
+
+pub const ADMIN_TOKEN: &str = "test-admin-token-0123456789";
+/// Every test starts at this instant: 2025-06-01T12:00:00.000Z.
+pub const START: i64 = 1_748_779_200_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Runs an async test function against both backends, as `name::sqlite` and `name::postgres`.
+#[macro_export]
+macro_rules! both_backends {
+    ($($name:ident),+ $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                let app = $crate::helpers::TestApp::spawn($crate::helpers::Backend::Sqlite).await.expect("sqlite app");
+                super::$name(app).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                let Some(app) = $crate::helpers::TestApp::spawn($crate::helpers::Backend::Postgres).await else {
+                    eprintln!("SKIPPED: set DIALTONE_TEST_DATABASE_URL to run this test on PostgreSQL");
+                    return;
+                };
+                super::$name(app).await;
+            }
+        }
+    )+};
+}
+
+/// A PostgreSQL schema made for one test and dropped after it.
+struct PgSchema {
+    admin_url: String,
+    name: String,
+}
+
+impl Drop for PgSchema {
+    fn drop(&mut self) {
+        let (url, name) = (self.admin_url.clone(), self.name.clone());
+        // Drop runs inside the test's runtime: use a plain thread for the blocking client.
+        let _ = std::thread::spawn(move || {
+            if let Ok(mut c) = postgres::Client::connect(&url, postgres::NoTls) {
+                let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {name} CASCADE"));
+            }
+        })
+        .join();
+    }
+}
+
+/// A running server on a fresh database.
+pub struct TestApp {
+    pub base: String,
+    pub client: reqwest::Client,
+    pub clock: ManualClock,
+    pub backend: Backend,
+    _dir: tempfile::TempDir,
+    _schema: Option<PgSchema>,
+}
+
+/// An account made through the operator API, with its secrets.
+#[derive(Debug, Clone)]
+pub struct TestAccount {
+    pub sid: String,
+    pub api_key: String,
+    pub login: String,
+    pub password: String,
+}
+
+impl TestApp {
+    /// A server on `backend`; None for PostgreSQL when no test database is configured.
+    pub async fn spawn(backend: Backend) -> Option<Self> {
+        Self::spawn_with(backend, |_| {}).await
+    }
+
+    /// Like [`TestApp::spawn`], with a chance to change the configuration.
+    pub async fn spawn_with(backend: Backend, adjust: impl FnOnce(&mut Config)) -> Option<Self> {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut config = Config::embedded(dir.path());
+        config.listen = "127.0.0.1:0".into();
+        config.admin_token = Some(ADMIN_TOKEN.into());
+        config.dev_account = false;
+        config.db_connections = 2;
+        let mut schema = None;
+        if backend == Backend::Postgres {
+            let admin_url = std::env::var("DIALTONE_TEST_DATABASE_URL").ok()?;
+            let name = format!("t_{}", hex_id());
+            let (url, n) = (admin_url.clone(), name.clone());
+            tokio::task::spawn_blocking(move || {
+                let mut c = postgres::Client::connect(&url, postgres::NoTls)
+                    .expect("connect to the test database");
+                c.batch_execute(&format!("CREATE SCHEMA {n}"))
+                    .expect("create schema");
+            })
+            .await
+            .expect("join");
+            let sep = if admin_url.contains('?') { '&' } else { '?' };
+            config.database_url =
+                DatabaseUrl::Postgres(format!("{admin_url}{sep}options=-csearch_path%3D{name}"));
+            schema = Some(PgSchema { admin_url, name });
+        }
+        adjust(&mut config);
+        let clock = ManualClock::new(Timestamp::from_millis(START));
+        let app = Application::build(config, Arc::new(clock.clone()))
+            .await
+            .expect("build the application");
+        let base = format!("http://{}", app.local_addr());
+        tokio::spawn(app.run_until(std::future::pending()));
+        Some(Self {
+            base,
+            client: reqwest::Client::new(),
+            clock,
+            backend,
+            _dir: dir,
+            _schema: schema,
+        })
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// A request with no credentials.
+    pub fn anon(&self, method: Method, path: &str) -> RequestBuilder {
+        self.client.request(method, self.url(path))
+    }
+
+    /// A request with the account's x-api-key.
+    pub fn req(&self, account: &TestAccount, method: Method, path: &str) -> RequestBuilder {
+        self.anon(method, path)
+            .header("x-api-key", &account.api_key)
+    }
+
+    /// An operator request.
+    pub fn admin(&self, method: Method, path: &str) -> RequestBuilder {
+        self.anon(method, path).bearer_auth(ADMIN_TOKEN)
+    }
+
+    /// Creates an account with `credit` cents through the operator API.
+    pub async fn account_with(&self, body: Value) -> TestAccount {
+        let (status, v) = send(self.admin(Method::POST, "/admin/accounts").json(&body)).await;
+        assert_eq!(status, StatusCode::CREATED, "{v}");
+        TestAccount {
+            sid: v["sid"].as_str().expect("sid").to_owned(),
+            api_key: v["apiKey"].as_str().expect("apiKey").to_owned(),
+            login: v["login"].as_str().expect("login").to_owned(),
+            password: v["password"].as_str().expect("password").to_owned(),
+        }
+    }
+
+    /// A main account with 1000 EUR of credit.
+    pub async fn account(&self) -> TestAccount {
+        self.account_with(serde_json::json!({"name": "test", "credit": "100000.00"}))
+            .await
+    }
+
+    /// A sub account of `parent`.
+    pub async fn sub_account(&self, parent: &TestAccount, credit: &str) -> TestAccount {
+        self.account_with(
+            serde_json::json!({"name": "sub", "parent": parent.sid, "credit": credit}),
+        )
+        .await
+    }
+}
+
+fn hex_id() -> String {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{:x}{:x}", nanos, std::process::id())
+}
+
+/// Sends and returns status and JSON body (Null when the body is empty or not JSON).
+pub async fn send(req: RequestBuilder) -> (StatusCode, Value) {
+    let resp = req.send().await.expect("request sent");
+    let status = resp.status();
+    let bytes = resp.bytes().await.expect("body");
+    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    (status, body)
+}
+
+/// Asserts an error answer of the contract's shape and returns its details' params.
+pub fn assert_error(
+    status: StatusCode,
+    body: &Value,
+    want_status: u16,
+    want_code: &str,
+) -> Vec<String> {
+    assert_eq!(status.as_u16(), want_status, "{body}");
+    assert_eq!(body["code"], want_code, "{body}");
+    assert!(
+        body["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "{body}"
+    );
+    body["details"]
+        .as_array()
+        .map(|d| {
+            d.iter()
+                .map(|x| x["param"].as_str().unwrap_or_default().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}

@@ -1,0 +1,8 @@
+//! Black-box tests of the dialtone server over HTTP. Every test runs against SQLite, and
+//! against PostgreSQL when DIALTONE_TEST_DATABASE_URL is set (otherwise it says it skipped).
+
+mod helpers;
+
+mod admin;
+mod auth;
+mod conventions;

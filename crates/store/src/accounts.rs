@@ -1,0 +1,215 @@
+//! Accounts, sub accounts and API keys.
+
+use dialtone_domain::account::{AccountStatus, BillingMode};
+use dialtone_domain::{Money, Sid, Timestamp};
+
+use crate::params;
+use crate::sql::{Conn, DbError, Row};
+
+/// An account as stored (without its password hash).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Account {
+    /// Internal key, used by every table that belongs to an account.
+    pub id: i64,
+    /// Public identifier.
+    pub sid: Sid,
+    /// Display name.
+    pub name: String,
+    /// The parent's internal key, for a sub account.
+    pub parent_id: Option<i64>,
+    /// The parent's sid, for a sub account.
+    pub parent_sid: Option<Sid>,
+    /// Whether it may spend.
+    pub status: AccountStatus,
+    /// ISO 4217 code.
+    pub currency: String,
+    /// Prepaid or postpaid.
+    pub billing_mode: BillingMode,
+    /// Prepaid balance (always the sum of the account's ledger).
+    pub credit: Money,
+    /// Legacy login for the earlier interfaces.
+    pub login: String,
+    /// Creation time.
+    pub created: Timestamp,
+    /// Last change.
+    pub updated: Timestamp,
+}
+
+const COLUMNS: &str = "a.id, a.sid, a.name, a.parent_id, p.sid, a.status, a.currency, a.billing_mode, a.credit, a.login, a.created, a.updated";
+const FROM: &str = "FROM accounts a LEFT JOIN accounts p ON p.id = a.parent_id";
+
+fn account_from_row(row: &Row) -> Result<Account, DbError> {
+    let bad = |column: usize, what: &str| DbError::Decode {
+        column,
+        message: what.to_owned(),
+    };
+    Ok(Account {
+        id: row.int(0)?,
+        sid: Sid::from_stored(row.text(1)?),
+        name: row.text(2)?,
+        parent_id: row.opt_int(3)?,
+        parent_sid: row.opt_text(4)?.map(Sid::from_stored),
+        status: AccountStatus::parse(&row.text(5)?).ok_or_else(|| bad(5, "status"))?,
+        currency: row.text(6)?,
+        billing_mode: BillingMode::parse(&row.text(7)?).ok_or_else(|| bad(7, "billing mode"))?,
+        credit: row.money(8)?,
+        login: row.text(9)?,
+        created: row.timestamp(10)?,
+        updated: row.timestamp(11)?,
+    })
+}
+
+/// What it takes to create an account. The password arrives hashed: hashing is slow and must
+/// not run on a database thread.
+#[derive(Debug, Clone)]
+pub struct NewAccount {
+    /// Display name.
+    pub name: String,
+    /// The parent's internal key, for a sub account.
+    pub parent_id: Option<i64>,
+    /// ISO 4217 code.
+    pub currency: String,
+    /// Prepaid or postpaid.
+    pub billing_mode: BillingMode,
+    /// Opening prepaid credit (a top-up in the ledger).
+    pub credit: Money,
+    /// Legacy login; the sid is used when absent.
+    pub login: Option<String>,
+    /// argon2 hash of the legacy password.
+    pub password_hash: String,
+    /// SHA-256 of the first API key.
+    pub key_hash: String,
+    /// Public identifier of the first API key.
+    pub key_id: String,
+}
+
+/// Inserts an account and its first API key. Fails with `UniqueViolation` on a taken login.
+pub fn create(conn: &mut dyn Conn, new: &NewAccount, now: Timestamp) -> Result<Account, DbError> {
+    let id = loop {
+        let sid = Sid::generate();
+        let login = new.login.clone().unwrap_or_else(|| sid.as_str().to_owned());
+        let inserted = conn.query_opt(
+            "INSERT INTO accounts (sid, name, parent_id, status, currency, billing_mode, credit, login, password_hash, created, updated) \
+             VALUES ($1, $2, $3, 'active', $4, $5, $6, $7, $8, $9, $9) ON CONFLICT (sid) DO NOTHING RETURNING id",
+            params![&sid, &new.name, new.parent_id, &new.currency, new.billing_mode.as_str(), new.credit, login, &new.password_hash, now],
+        )?;
+        if let Some(row) = inserted {
+            break row.int(0)?;
+        }
+    };
+    if new.credit != Money::ZERO {
+        conn.execute(
+            "INSERT INTO ledger (account_id, amount, balance_after, kind, cause, created) VALUES ($1, $2, $2, 'top-up', 'opening credit', $3)",
+            params![id, new.credit, now],
+        )?;
+    }
+    add_key(conn, id, &new.key_hash, &new.key_id, now)?;
+    by_id(conn, id)?.ok_or_else(|| DbError::Other("account vanished".into()))
+}
+
+/// Adds an API key to an account.
+pub fn add_key(
+    conn: &mut dyn Conn,
+    account_id: i64,
+    key_hash: &str,
+    key_id: &str,
+    now: Timestamp,
+) -> Result<(), DbError> {
+    conn.execute(
+        "INSERT INTO api_keys (account_id, key_id, key_hash, created) VALUES ($1, $2, $3, $4)",
+        params![account_id, key_id, key_hash, now],
+    )?;
+    Ok(())
+}
+
+/// Revokes every live key of the account with that public identifier; true when one was.
+pub fn revoke_key(
+    conn: &mut dyn Conn,
+    account_id: i64,
+    key_id: &str,
+    now: Timestamp,
+) -> Result<bool, DbError> {
+    let n = conn.execute(
+        "UPDATE api_keys SET revoked = $1 WHERE account_id = $2 AND key_id = $3 AND revoked IS NULL",
+        params![now, account_id, key_id],
+    )?;
+    Ok(n > 0)
+}
+
+/// The account owning a live (unrevoked) key with this hash.
+pub fn by_key_hash(conn: &mut dyn Conn, key_hash: &str) -> Result<Option<Account>, DbError> {
+    let sql = format!(
+        "SELECT {COLUMNS} {FROM} JOIN api_keys k ON k.account_id = a.id WHERE k.key_hash = $1 AND k.revoked IS NULL"
+    );
+    conn.query_opt(&sql, params![key_hash])?
+        .map(|r| account_from_row(&r))
+        .transpose()
+}
+
+/// An account by its sid.
+pub fn by_sid(conn: &mut dyn Conn, sid: &Sid) -> Result<Option<Account>, DbError> {
+    let sql = format!("SELECT {COLUMNS} {FROM} WHERE a.sid = $1");
+    conn.query_opt(&sql, params![sid])?
+        .map(|r| account_from_row(&r))
+        .transpose()
+}
+
+/// An account by its internal key.
+pub fn by_id(conn: &mut dyn Conn, id: i64) -> Result<Option<Account>, DbError> {
+    let sql = format!("SELECT {COLUMNS} {FROM} WHERE a.id = $1");
+    conn.query_opt(&sql, params![id])?
+        .map(|r| account_from_row(&r))
+        .transpose()
+}
+
+/// An account and its password hash by legacy login.
+pub fn by_login(conn: &mut dyn Conn, login: &str) -> Result<Option<(Account, String)>, DbError> {
+    let sql = format!("SELECT {COLUMNS}, a.password_hash {FROM} WHERE a.login = $1");
+    conn.query_opt(&sql, params![login])?
+        .map(|r| Ok((account_from_row(&r)?, r.text(12)?)))
+        .transpose()
+}
+
+/// Every account, oldest first.
+pub fn list(conn: &mut dyn Conn) -> Result<Vec<Account>, DbError> {
+    let sql = format!("SELECT {COLUMNS} {FROM} ORDER BY a.id");
+    conn.query(&sql, params![])?
+        .iter()
+        .map(account_from_row)
+        .collect()
+}
+
+/// True when the database holds no account yet (first start).
+pub fn is_empty(conn: &mut dyn Conn) -> Result<bool, DbError> {
+    Ok(conn
+        .query_opt("SELECT 1 FROM accounts LIMIT 1", params![])?
+        .is_none())
+}
+
+/// A key as listed to the operator (never the key itself).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiKeyInfo {
+    /// Public identifier (`dt_` + 8 characters).
+    pub key_id: String,
+    /// Creation time.
+    pub created: Timestamp,
+    /// Revocation time, if revoked.
+    pub revoked: Option<Timestamp>,
+}
+
+/// The keys of an account, oldest first.
+pub fn keys(conn: &mut dyn Conn, account_id: i64) -> Result<Vec<ApiKeyInfo>, DbError> {
+    conn.query(
+        "SELECT key_id, created, revoked FROM api_keys WHERE account_id = $1 ORDER BY id",
+        params![account_id],
+    )?
+    .iter()
+    .map(|r| {
+        Ok(ApiKeyInfo {
+            key_id: r.text(0)?,
+            created: r.timestamp(1)?,
+            revoked: r.opt_timestamp(2)?,
+        })
+    })
+    .collect()
+}

@@ -1,0 +1,177 @@
+//! The one database layer of dialtone: SQLite (embedded default) and PostgreSQL (scaled
+//! out) behind one [`Store`], migrations per backend, and the repository functions every
+//! feature uses.
+//!
+//! Repository functions are plain synchronous functions over a [`Conn`]; callers compose
+//! them inside [`Store::write`] (one transaction, group-committed with other requests) or
+//! [`Store::read`]. This crate owns SQL and nothing above it: no HTTP, no JSON shapes.
+
+pub mod accounts;
+pub mod end_users;
+pub mod migrate;
+mod pool;
+mod postgres;
+pub mod search;
+pub mod sql;
+mod sqlite;
+
+use std::path::PathBuf;
+
+use crossbeam_channel::Sender;
+
+pub use sql::{Conn, DbError, Dialect, Row, SqlBuilder, Value};
+pub use sqlite::Synchronous;
+
+use pool::{Completion, ReadJob, WriteJob};
+
+/// Where the data lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DatabaseUrl {
+    /// A SQLite file.
+    Sqlite(PathBuf),
+    /// A PostgreSQL connection string (`postgres://...`).
+    Postgres(String),
+}
+
+impl DatabaseUrl {
+    /// Parses `sqlite:PATH`, `sqlite://PATH` or `postgres://...` / `postgresql://...`.
+    pub fn parse(url: &str) -> Result<Self, String> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Ok(Self::Postgres(url.to_owned()));
+        }
+        if let Some(path) = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+        {
+            let path = path.split('?').next().unwrap_or_default();
+            if path.is_empty() || path == ":memory:" {
+                return Err(
+                    "a SQLite URL needs a file path, such as sqlite:./dialtone-data/dialtone.db"
+                        .into(),
+                );
+            }
+            return Ok(Self::Sqlite(PathBuf::from(path)));
+        }
+        Err(format!(
+            "unsupported database URL {url:?}: use sqlite:PATH or postgres://..."
+        ))
+    }
+}
+
+/// Tuning of the database threads.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// Reader threads on SQLite; connections on PostgreSQL.
+    pub connections: usize,
+    /// SQLite commit durability.
+    pub synchronous: Synchronous,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self {
+            connections: 4,
+            synchronous: Synchronous::Full,
+        }
+    }
+}
+
+/// A handle on the database; cheap to clone, shared by every request and worker.
+#[derive(Clone)]
+pub struct Store {
+    writes: Sender<WriteJob>,
+    reads: Sender<ReadJob>,
+    dialect: Dialect,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("dialect", &self.dialect)
+            .finish()
+    }
+}
+
+impl Store {
+    /// Opens the database and starts its threads (does not migrate: see [`migrate::run`]).
+    pub async fn open(url: &DatabaseUrl, options: &StoreOptions) -> Result<Self, DbError> {
+        let url = url.clone();
+        let options = options.clone();
+        tokio::task::spawn_blocking(move || Self::open_blocking(&url, &options))
+            .await
+            .map_err(|e| DbError::Other(e.to_string()))?
+    }
+
+    fn open_blocking(url: &DatabaseUrl, options: &StoreOptions) -> Result<Self, DbError> {
+        let (writes, reads, dialect) = match url {
+            DatabaseUrl::Sqlite(path) => {
+                let (w, r) = sqlite::start(path, options.connections, options.synchronous)?;
+                (w, r, Dialect::Sqlite)
+            }
+            DatabaseUrl::Postgres(url) => {
+                let (w, r) = postgres::start(url, options.connections)?;
+                (w, r, Dialect::Postgres)
+            }
+        };
+        Ok(Self {
+            writes,
+            reads,
+            dialect,
+        })
+    }
+
+    /// Which backend this is.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// Runs `f` in a transaction. The answer comes after the commit that holds the change,
+    /// so an `Ok` is durable. An `Err` from `f` undoes everything `f` did.
+    pub async fn write<T, E, F>(&self, f: F) -> Result<T, E>
+    where
+        F: FnOnce(&mut dyn Conn) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: From<DbError> + Send + 'static,
+    {
+        let (tx, rx) = tokio::sync::oneshot::channel::<Result<T, E>>();
+        let job: WriteJob = Box::new(move |conn: &mut dyn Conn| {
+            let result = f(conn);
+            let kept = result.is_ok();
+            let complete: Completion = Box::new(move |commit: Result<(), DbError>| {
+                let answer = match (result, commit) {
+                    (Ok(v), Ok(())) => Ok(v),
+                    (Ok(_), Err(e)) => Err(E::from(e)),
+                    (Err(e), _) => Err(e),
+                };
+                let _ = tx.send(answer);
+            });
+            (kept, complete)
+        });
+        self.writes
+            .send(job)
+            .map_err(|_| E::from(DbError::Closed))?;
+        rx.await.map_err(|_| E::from(DbError::Closed))?
+    }
+
+    /// Runs `f` on a reader connection (no explicit transaction).
+    pub async fn read<T, E, F>(&self, f: F) -> Result<T, E>
+    where
+        F: FnOnce(&mut dyn Conn) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: From<DbError> + Send + 'static,
+    {
+        let (tx, rx) = tokio::sync::oneshot::channel::<Result<T, E>>();
+        let job: ReadJob = Box::new(move |conn: &mut dyn Conn| {
+            let _ = tx.send(f(conn));
+        });
+        self.reads.send(job).map_err(|_| E::from(DbError::Closed))?;
+        rx.await.map_err(|_| E::from(DbError::Closed))?
+    }
+
+    /// True when the database answers a trivial query.
+    pub async fn is_ready(&self) -> bool {
+        self.read(|c| c.query_one("SELECT 1", params![]).map(|_| ()))
+            .await
+            .is_ok()
+    }
+}

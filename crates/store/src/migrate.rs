@@ -1,0 +1,67 @@
+//! Schema migrations, one ordered list per backend, applied in one transaction.
+//!
+//! On PostgreSQL a transaction-scoped advisory lock makes nodes that start together apply
+//! them once.
+
+use crate::sql::{Conn, DbError, Dialect};
+use crate::{Store, params};
+
+/// A migration: version number and the SQL for each backend.
+struct Migration {
+    version: i64,
+    name: &'static str,
+    sqlite: &'static str,
+    postgres: &'static str,
+}
+
+macro_rules! migration {
+    ($version:expr, $name:literal) => {
+        Migration {
+            version: $version,
+            name: $name,
+            sqlite: include_str!(concat!("../migrations/sqlite/", $name, ".sql")),
+            postgres: include_str!(concat!("../migrations/postgres/", $name, ".sql")),
+        }
+    };
+}
+
+const MIGRATIONS: &[Migration] = &[
+    migration!(1, "0001_accounts"),
+    migration!(2, "0002_end_users"),
+];
+
+/// Applies every migration not yet applied; returns the versions applied now.
+pub async fn run(store: &Store) -> Result<Vec<i64>, DbError> {
+    store.write(apply).await
+}
+
+fn apply(conn: &mut dyn Conn) -> Result<Vec<i64>, DbError> {
+    if conn.dialect() == Dialect::Postgres {
+        // Any constant works; it only has to be the same on every node.
+        conn.query("SELECT pg_advisory_xact_lock(7361836) IS NULL", params![])?;
+    }
+    conn.batch(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL)",
+    )?;
+    let done: Vec<i64> = conn
+        .query("SELECT version FROM schema_migrations", params![])?
+        .iter()
+        .map(|r| r.int(0))
+        .collect::<Result<_, _>>()?;
+    let mut applied = Vec::new();
+    for m in MIGRATIONS.iter().filter(|m| !done.contains(&m.version)) {
+        let sql = match conn.dialect() {
+            Dialect::Sqlite => m.sqlite,
+            Dialect::Postgres => m.postgres,
+        };
+        conn.batch(sql)
+            .map_err(|e| DbError::Other(format!("migration {} failed: {e}", m.name)))?;
+        conn.execute(
+            "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+            params![m.version, m.name],
+        )?;
+        tracing::info!(version = m.version, name = m.name, "migration applied");
+        applied.push(m.version);
+    }
+    Ok(applied)
+}

@@ -1,0 +1,221 @@
+//! PostgreSQL backend: a pool of connection threads; each batches the writes waiting for it
+//! into one transaction (savepoint per write), and serves reads in autocommit.
+
+use std::collections::HashMap;
+use std::error::Error as StdError;
+use std::thread;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, Sender, select};
+use postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
+use postgres::{Client, NoTls, Statement};
+
+use crate::pool::{MAX_BATCH, ReadJob, WriteJob, run_write_batch};
+use crate::sql::{Conn, DbError, Dialect, Row, Value};
+
+type BoxError = Box<dyn StdError + Sync + Send>;
+
+impl ToSql for Value {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut postgres::types::private::BytesMut,
+    ) -> Result<IsNull, BoxError> {
+        match self {
+            Value::Null => Ok(IsNull::Yes),
+            Value::Int(v) => match *ty {
+                Type::INT8 => v.to_sql(ty, out),
+                Type::INT4 => i32::try_from(*v)?.to_sql(ty, out),
+                Type::INT2 => i16::try_from(*v)?.to_sql(ty, out),
+                Type::BOOL => (*v != 0).to_sql(ty, out),
+                Type::TEXT | Type::VARCHAR => v.to_string().to_sql(ty, out),
+                _ => Err(format!("cannot bind an integer to {ty}").into()),
+            },
+            Value::Bool(b) => match *ty {
+                Type::BOOL => b.to_sql(ty, out),
+                Type::INT8 => i64::from(*b).to_sql(ty, out),
+                Type::INT4 => i32::from(*b).to_sql(ty, out),
+                _ => Err(format!("cannot bind a boolean to {ty}").into()),
+            },
+            Value::Text(t) => match *ty {
+                Type::BYTEA => t.as_bytes().to_sql(ty, out),
+                _ => t.as_str().to_sql(ty, out),
+            },
+            Value::Blob(b) => b.as_slice().to_sql(ty, out),
+        }
+    }
+
+    fn accepts(_ty: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
+}
+
+impl<'a> FromSql<'a> for Value {
+    fn from_sql(ty: &Type, raw: &'a [u8]) -> Result<Self, BoxError> {
+        Ok(match *ty {
+            Type::INT8 => Value::Int(i64::from_sql(ty, raw)?),
+            Type::INT4 => Value::Int(i64::from(i32::from_sql(ty, raw)?)),
+            Type::INT2 => Value::Int(i64::from(i16::from_sql(ty, raw)?)),
+            Type::BOOL => Value::Bool(bool::from_sql(ty, raw)?),
+            Type::BYTEA => Value::Blob(<Vec<u8>>::from_sql(ty, raw)?),
+            _ => Value::Text(String::from_sql(ty, raw)?),
+        })
+    }
+
+    fn from_sql_null(_ty: &Type) -> Result<Self, BoxError> {
+        Ok(Value::Null)
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        matches!(
+            *ty,
+            Type::INT8
+                | Type::INT4
+                | Type::INT2
+                | Type::BOOL
+                | Type::BYTEA
+                | Type::TEXT
+                | Type::VARCHAR
+                | Type::NAME
+                | Type::BPCHAR
+        )
+    }
+}
+
+fn map_err(e: postgres::Error) -> DbError {
+    if let Some(db) = e.as_db_error() {
+        if *db.code() == postgres::error::SqlState::UNIQUE_VIOLATION {
+            return DbError::UniqueViolation(db.message().to_owned());
+        }
+        return DbError::Other(format!("{}: {}", db.code().code(), db.message()));
+    }
+    DbError::Other(e.to_string())
+}
+
+/// A PostgreSQL connection with its prepared-statement cache, seen through [`Conn`].
+pub(crate) struct PgConn {
+    client: Client,
+    statements: HashMap<String, Statement>,
+}
+
+impl PgConn {
+    fn statement(&mut self, sql: &str) -> Result<Statement, DbError> {
+        if let Some(s) = self.statements.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = self.client.prepare(sql).map_err(map_err)?;
+        if self.statements.len() > 512 {
+            self.statements.clear();
+        }
+        self.statements.insert(sql.to_owned(), s.clone());
+        Ok(s)
+    }
+}
+
+fn refs(params: &[Value]) -> Vec<&(dyn ToSql + Sync)> {
+    params.iter().map(|p| p as &(dyn ToSql + Sync)).collect()
+}
+
+impl Conn for PgConn {
+    fn dialect(&self) -> Dialect {
+        Dialect::Postgres
+    }
+
+    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, DbError> {
+        let stmt = self.statement(sql)?;
+        self.client.execute(&stmt, &refs(params)).map_err(map_err)
+    }
+
+    fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
+        let stmt = self.statement(sql)?;
+        let rows = self.client.query(&stmt, &refs(params)).map_err(map_err)?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            let mut values = Vec::with_capacity(row.len());
+            for i in 0..row.len() {
+                values.push(row.try_get::<_, Value>(i).map_err(|e| DbError::Decode {
+                    column: i,
+                    message: e.to_string(),
+                })?);
+            }
+            out.push(Row::new(values));
+        }
+        Ok(out)
+    }
+
+    fn batch(&mut self, sql: &str) -> Result<(), DbError> {
+        self.client.batch_execute(sql).map_err(map_err)
+    }
+}
+
+fn connect(url: &str) -> Result<PgConn, DbError> {
+    let client = Client::connect(url, NoTls).map_err(map_err)?;
+    Ok(PgConn {
+        client,
+        statements: HashMap::new(),
+    })
+}
+
+/// Connects `size` threads to `url` and returns their write and read queues.
+pub(crate) fn start(
+    url: &str,
+    size: usize,
+) -> Result<(Sender<WriteJob>, Sender<ReadJob>), DbError> {
+    let (write_tx, write_rx) = crossbeam_channel::unbounded::<WriteJob>();
+    let (read_tx, read_rx) = crossbeam_channel::unbounded::<ReadJob>();
+    for i in 0..size.max(1) {
+        let conn = connect(url)?;
+        let (w, r, url) = (write_rx.clone(), read_rx.clone(), url.to_owned());
+        thread::Builder::new()
+            .name(format!("pg-{i}"))
+            .spawn(move || connection_loop(conn, &url, w, r))
+            .map_err(|e| DbError::Other(e.to_string()))?;
+    }
+    Ok((write_tx, read_tx))
+}
+
+fn connection_loop(
+    mut conn: PgConn,
+    url: &str,
+    writes: Receiver<WriteJob>,
+    reads: Receiver<ReadJob>,
+) {
+    loop {
+        if conn.client.is_closed() {
+            conn = reconnect(url);
+        }
+        select! {
+            recv(writes) -> job => {
+                let Ok(first) = job else { return };
+                let mut batch = vec![first];
+                while batch.len() < MAX_BATCH {
+                    match writes.try_recv() {
+                        Ok(job) => batch.push(job),
+                        Err(_) => break,
+                    }
+                }
+                run_write_batch(&mut conn, "BEGIN", batch);
+            }
+            recv(reads) -> job => {
+                let Ok(job) = job else { return };
+                job(&mut conn);
+            }
+        }
+    }
+}
+
+fn reconnect(url: &str) -> PgConn {
+    let mut wait = Duration::from_millis(50);
+    loop {
+        match connect(url) {
+            Ok(conn) => return conn,
+            Err(e) => {
+                tracing::warn!(error = %e, "PostgreSQL connection lost; reconnecting");
+                thread::sleep(wait);
+                wait = (wait * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}

@@ -1,0 +1,311 @@
+//! The small SQL surface both backends share: parameters, values, rows and a connection trait.
+//!
+//! Repository code writes one SQL text with `$1, $2, ...` placeholders and runs it on either
+//! backend; where the dialects differ it asks [`Conn::dialect`].
+
+use std::fmt;
+
+/// Which database a connection talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// SQLite (embedded default).
+    Sqlite,
+    /// PostgreSQL (scaled out).
+    Postgres,
+}
+
+/// A value bound to a placeholder or read from a column.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// SQL NULL.
+    Null,
+    /// A 64-bit integer (BIGINT on PostgreSQL, INTEGER on SQLite).
+    Int(i64),
+    /// Text.
+    Text(String),
+    /// A boolean (BOOLEAN on PostgreSQL, 0/1 on SQLite).
+    Bool(bool),
+    /// Bytes (BYTEA / BLOB).
+    Blob(Vec<u8>),
+}
+
+impl From<i64> for Value {
+    fn from(v: i64) -> Self {
+        Value::Int(v)
+    }
+}
+impl From<i32> for Value {
+    fn from(v: i32) -> Self {
+        Value::Int(i64::from(v))
+    }
+}
+impl From<u32> for Value {
+    fn from(v: u32) -> Self {
+        Value::Int(i64::from(v))
+    }
+}
+impl From<usize> for Value {
+    fn from(v: usize) -> Self {
+        Value::Int(i64::try_from(v).unwrap_or(i64::MAX))
+    }
+}
+impl From<bool> for Value {
+    fn from(v: bool) -> Self {
+        Value::Bool(v)
+    }
+}
+impl From<&str> for Value {
+    fn from(v: &str) -> Self {
+        Value::Text(v.to_owned())
+    }
+}
+impl From<String> for Value {
+    fn from(v: String) -> Self {
+        Value::Text(v)
+    }
+}
+impl From<&String> for Value {
+    fn from(v: &String) -> Self {
+        Value::Text(v.clone())
+    }
+}
+impl From<Vec<u8>> for Value {
+    fn from(v: Vec<u8>) -> Self {
+        Value::Blob(v)
+    }
+}
+impl From<&[u8]> for Value {
+    fn from(v: &[u8]) -> Self {
+        Value::Blob(v.to_vec())
+    }
+}
+impl<T: Into<Value>> From<Option<T>> for Value {
+    fn from(v: Option<T>) -> Self {
+        v.map_or(Value::Null, Into::into)
+    }
+}
+impl From<dialtone_domain::Timestamp> for Value {
+    fn from(v: dialtone_domain::Timestamp) -> Self {
+        Value::Int(v.millis())
+    }
+}
+impl From<dialtone_domain::Money> for Value {
+    fn from(v: dialtone_domain::Money) -> Self {
+        Value::Int(v.units())
+    }
+}
+impl From<&dialtone_domain::Sid> for Value {
+    fn from(v: &dialtone_domain::Sid) -> Self {
+        Value::Text(v.as_str().to_owned())
+    }
+}
+impl From<&dialtone_domain::E164> for Value {
+    fn from(v: &dialtone_domain::E164) -> Self {
+        Value::Text(v.as_str().to_owned())
+    }
+}
+
+/// Builds a parameter slice: `params![a, b, c]`.
+#[macro_export]
+macro_rules! params {
+    () => { &[] as &[$crate::Value] };
+    ($($v:expr),+ $(,)?) => { &[$($crate::Value::from($v)),+] as &[$crate::Value] };
+}
+
+/// Why a database operation failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum DbError {
+    /// A unique constraint refused the write.
+    #[error("unique constraint violated: {0}")]
+    UniqueViolation(String),
+    /// A column held something other than the type asked for (a bug, not user input).
+    #[error("column {column}: {message}")]
+    Decode {
+        /// Column index.
+        column: usize,
+        /// What was wrong.
+        message: String,
+    },
+    /// The store is shut down or its worker threads are gone.
+    #[error("the store is closed")]
+    Closed,
+    /// Anything else the database reported.
+    #[error("database error: {0}")]
+    Other(String),
+}
+
+/// One result row, decoded eagerly so it can leave the database thread.
+#[derive(Debug, Clone)]
+pub struct Row {
+    values: Vec<Value>,
+}
+
+impl Row {
+    /// Wraps decoded column values.
+    pub fn new(values: Vec<Value>) -> Self {
+        Self { values }
+    }
+
+    fn value(&self, i: usize) -> Result<&Value, DbError> {
+        self.values.get(i).ok_or_else(|| DbError::Decode {
+            column: i,
+            message: "no such column".into(),
+        })
+    }
+
+    fn wrong(&self, i: usize, want: &str) -> DbError {
+        DbError::Decode {
+            column: i,
+            message: format!("expected {want}, found {:?}", self.values.get(i)),
+        }
+    }
+
+    /// An integer column.
+    pub fn int(&self, i: usize) -> Result<i64, DbError> {
+        match self.value(i)? {
+            Value::Int(v) => Ok(*v),
+            Value::Bool(b) => Ok(i64::from(*b)),
+            _ => Err(self.wrong(i, "integer")),
+        }
+    }
+
+    /// A nullable integer column.
+    pub fn opt_int(&self, i: usize) -> Result<Option<i64>, DbError> {
+        match self.value(i)? {
+            Value::Null => Ok(None),
+            _ => self.int(i).map(Some),
+        }
+    }
+
+    /// A text column.
+    pub fn text(&self, i: usize) -> Result<String, DbError> {
+        match self.value(i)? {
+            Value::Text(v) => Ok(v.clone()),
+            _ => Err(self.wrong(i, "text")),
+        }
+    }
+
+    /// A nullable text column.
+    pub fn opt_text(&self, i: usize) -> Result<Option<String>, DbError> {
+        match self.value(i)? {
+            Value::Null => Ok(None),
+            _ => self.text(i).map(Some),
+        }
+    }
+
+    /// A boolean column (0/1 on SQLite).
+    pub fn bool(&self, i: usize) -> Result<bool, DbError> {
+        match self.value(i)? {
+            Value::Bool(b) => Ok(*b),
+            Value::Int(v) => Ok(*v != 0),
+            _ => Err(self.wrong(i, "boolean")),
+        }
+    }
+
+    /// A bytes column.
+    pub fn blob(&self, i: usize) -> Result<Vec<u8>, DbError> {
+        match self.value(i)? {
+            Value::Blob(v) => Ok(v.clone()),
+            Value::Text(t) => Ok(t.clone().into_bytes()),
+            _ => Err(self.wrong(i, "bytes")),
+        }
+    }
+
+    /// A nullable bytes column.
+    pub fn opt_blob(&self, i: usize) -> Result<Option<Vec<u8>>, DbError> {
+        match self.value(i)? {
+            Value::Null => Ok(None),
+            _ => self.blob(i).map(Some),
+        }
+    }
+
+    /// An instant stored as epoch milliseconds.
+    pub fn timestamp(&self, i: usize) -> Result<dialtone_domain::Timestamp, DbError> {
+        self.int(i).map(dialtone_domain::Timestamp::from_millis)
+    }
+
+    /// A nullable instant.
+    pub fn opt_timestamp(&self, i: usize) -> Result<Option<dialtone_domain::Timestamp>, DbError> {
+        Ok(self
+            .opt_int(i)?
+            .map(dialtone_domain::Timestamp::from_millis))
+    }
+
+    /// An amount stored in hundredths of a cent.
+    pub fn money(&self, i: usize) -> Result<dialtone_domain::Money, DbError> {
+        self.int(i).map(dialtone_domain::Money::from_units)
+    }
+}
+
+/// A connection (or transaction) either backend hands to repository code.
+pub trait Conn {
+    /// Which SQL dialect this is, for the few statements that differ.
+    fn dialect(&self) -> Dialect;
+
+    /// Runs a statement; returns the number of rows it changed.
+    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, DbError>;
+
+    /// Runs a query and returns every row.
+    fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError>;
+
+    /// Runs several statements without parameters (DDL, migrations).
+    fn batch(&mut self, sql: &str) -> Result<(), DbError>;
+
+    /// At most one row.
+    fn query_opt(&mut self, sql: &str, params: &[Value]) -> Result<Option<Row>, DbError> {
+        Ok(self.query(sql, params)?.into_iter().next())
+    }
+
+    /// Exactly one row.
+    fn query_one(&mut self, sql: &str, params: &[Value]) -> Result<Row, DbError> {
+        self.query_opt(sql, params)?
+            .ok_or_else(|| DbError::Other(format!("expected a row from: {sql}")))
+    }
+}
+
+/// Builds a statement with a growing parameter list, for searches with optional filters.
+#[derive(Debug, Default)]
+pub struct SqlBuilder {
+    sql: String,
+    params: Vec<Value>,
+}
+
+impl SqlBuilder {
+    /// Starts with a fixed SQL prefix.
+    pub fn new(prefix: &str) -> Self {
+        Self {
+            sql: prefix.to_owned(),
+            params: Vec::new(),
+        }
+    }
+
+    /// Appends SQL text.
+    pub fn push(&mut self, sql: &str) -> &mut Self {
+        self.sql.push_str(sql);
+        self
+    }
+
+    /// Appends a placeholder bound to `value`.
+    pub fn bind(&mut self, value: impl Into<Value>) -> &mut Self {
+        self.params.push(value.into());
+        let n = self.params.len();
+        self.sql.push_str(&format!("${n}"));
+        self
+    }
+
+    /// The SQL text so far.
+    pub fn sql(&self) -> &str {
+        &self.sql
+    }
+
+    /// The parameters so far.
+    pub fn params(&self) -> &[Value] {
+        &self.params
+    }
+}
+
+impl fmt::Display for SqlBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.sql)
+    }
+}

@@ -1,0 +1,200 @@
+//! SQLite backend: one writer thread doing group commit, a few reader threads, WAL mode.
+
+use std::path::Path;
+use std::thread;
+
+use crossbeam_channel::{Receiver, Sender};
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use rusqlite::{Connection, OpenFlags, ToSql};
+
+use crate::pool::{MAX_BATCH, ReadJob, WriteJob, run_write_batch};
+use crate::sql::{Conn, DbError, Dialect, Row, Value};
+
+/// How much SQLite waits for the disk at each commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Synchronous {
+    /// fsync at every commit: survives power loss.
+    Full,
+    /// fsync at checkpoints only: survives a process crash, not a power loss.
+    Normal,
+}
+
+/// A rusqlite connection seen through [`Conn`].
+pub(crate) struct SqliteConn<'a>(pub(crate) &'a Connection);
+
+/// Rewrites `$N` placeholders to SQLite's `?N`.
+fn placeholders(sql: &str) -> std::borrow::Cow<'_, str> {
+    if !sql.contains('$') {
+        return sql.into();
+    }
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '$' && chars.peek().is_some_and(char::is_ascii_digit) {
+            out.push('?');
+        } else {
+            out.push(c);
+        }
+    }
+    out.into()
+}
+
+impl ToSql for Value {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self {
+            Value::Null => ToSqlOutput::Borrowed(ValueRef::Null),
+            Value::Int(v) => ToSqlOutput::Borrowed(ValueRef::Integer(*v)),
+            Value::Bool(b) => ToSqlOutput::Borrowed(ValueRef::Integer(i64::from(*b))),
+            Value::Text(t) => ToSqlOutput::Borrowed(ValueRef::Text(t.as_bytes())),
+            Value::Blob(b) => ToSqlOutput::Borrowed(ValueRef::Blob(b)),
+        })
+    }
+}
+
+fn map_err(e: rusqlite::Error) -> DbError {
+    if let rusqlite::Error::SqliteFailure(code, msg) = &e
+        && code.code == rusqlite::ErrorCode::ConstraintViolation
+        && (code.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+            || code.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY)
+    {
+        return DbError::UniqueViolation(msg.clone().unwrap_or_default());
+    }
+    DbError::Other(e.to_string())
+}
+
+fn decode(v: ValueRef<'_>) -> Value {
+    match v {
+        ValueRef::Null => Value::Null,
+        ValueRef::Integer(i) => Value::Int(i),
+        // Money and time are integers; a REAL only comes from an aggregate such as AVG.
+        ValueRef::Real(f) => Value::Int(f as i64),
+        ValueRef::Text(t) => Value::Text(String::from_utf8_lossy(t).into_owned()),
+        ValueRef::Blob(b) => Value::Blob(b.to_vec()),
+    }
+}
+
+impl Conn for SqliteConn<'_> {
+    fn dialect(&self) -> Dialect {
+        Dialect::Sqlite
+    }
+
+    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, DbError> {
+        let mut stmt = self.0.prepare_cached(&placeholders(sql)).map_err(map_err)?;
+        let n = stmt
+            .execute(rusqlite::params_from_iter(params.iter()))
+            .map_err(map_err)?;
+        Ok(n as u64)
+    }
+
+    fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
+        let mut stmt = self.0.prepare_cached(&placeholders(sql)).map_err(map_err)?;
+        let width = stmt.column_count();
+        let mut rows = stmt
+            .query(rusqlite::params_from_iter(params.iter()))
+            .map_err(map_err)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(map_err)? {
+            let mut values = Vec::with_capacity(width);
+            for i in 0..width {
+                values.push(decode(row.get_ref(i).map_err(map_err)?));
+            }
+            out.push(Row::new(values));
+        }
+        Ok(out)
+    }
+
+    fn batch(&mut self, sql: &str) -> Result<(), DbError> {
+        self.0.execute_batch(sql).map_err(map_err)
+    }
+}
+
+fn open(path: &Path, read_only: bool, sync: Synchronous) -> Result<Connection, DbError> {
+    let flags = if read_only {
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI
+    } else {
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI
+    };
+    let conn = Connection::open_with_flags(path, flags).map_err(map_err)?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))
+        .map_err(map_err)?;
+    let sync = match sync {
+        Synchronous::Full => "FULL",
+        Synchronous::Normal => "NORMAL",
+    };
+    if !read_only {
+        conn.execute_batch("PRAGMA journal_mode = WAL;")
+            .map_err(map_err)?;
+    }
+    conn.execute_batch(&format!(
+        "PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -32000;"
+    ))
+    .map_err(map_err)?;
+    conn.set_prepared_statement_cache_capacity(256);
+    Ok(conn)
+}
+
+/// Opens the database file, then starts the writer and `readers` reader threads.
+pub(crate) fn start(
+    path: &Path,
+    readers: usize,
+    sync: Synchronous,
+) -> Result<(Sender<WriteJob>, Sender<ReadJob>), DbError> {
+    if let Some(dir) = path.parent()
+        && !dir.as_os_str().is_empty()
+    {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| DbError::Other(format!("{}: {e}", dir.display())))?;
+    }
+    let writer = open(path, false, sync)?;
+    let (write_tx, write_rx) = crossbeam_channel::unbounded::<WriteJob>();
+    thread::Builder::new()
+        .name("sqlite-writer".into())
+        .spawn(move || writer_loop(writer, write_rx))
+        .map_err(|e| DbError::Other(e.to_string()))?;
+
+    let (read_tx, read_rx) = crossbeam_channel::unbounded::<ReadJob>();
+    for i in 0..readers.max(1) {
+        let conn = open(path, true, sync)?;
+        let rx = read_rx.clone();
+        thread::Builder::new()
+            .name(format!("sqlite-reader-{i}"))
+            .spawn(move || reader_loop(conn, rx))
+            .map_err(|e| DbError::Other(e.to_string()))?;
+    }
+    Ok((write_tx, read_tx))
+}
+
+fn writer_loop(conn: Connection, rx: Receiver<WriteJob>) {
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        run_write_batch(&mut SqliteConn(&conn), "BEGIN IMMEDIATE", batch);
+    }
+}
+
+fn reader_loop(conn: Connection, rx: Receiver<ReadJob>) {
+    while let Ok(job) = rx.recv() {
+        job(&mut SqliteConn(&conn));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::placeholders;
+
+    #[test]
+    fn rewrites_numbered_placeholders_only() {
+        assert_eq!(placeholders("a = $1 AND b = $12"), "a = ?1 AND b = ?12");
+        assert_eq!(placeholders("x = '$'"), "x = '$'");
+    }
+}
