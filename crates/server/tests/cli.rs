@@ -1,0 +1,212 @@
+//! The `dialtone` binary as a user runs it: first start, graceful stop, operator commands.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn dialtone(dir: &std::path::Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dialtone"));
+    cmd.arg("--data-dir")
+        .arg(dir)
+        .env_remove("DIALTONE_DATABASE_URL")
+        .env("RUST_LOG", "warn");
+    cmd
+}
+
+/// Starts `serve` on a free port; returns the child and the address it listens on.
+fn start(dir: &std::path::Path) -> (std::process::Child, String) {
+    let mut child = dialtone(dir)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env("RUST_LOG", "info")
+        .env("DIALTONE_LOG_FORMAT", "json")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn dialtone serve");
+    let stdout = child.stdout.take().expect("stdout");
+    let stderr = child.stderr.take().expect("stderr");
+    // The stdout lines (the dev account) come before the listening log line on stderr.
+    let out = std::thread::spawn(move || {
+        BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .collect::<Vec<_>>()
+    });
+    let mut addr = String::new();
+    for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+        if line.contains("dialtone listening") {
+            let v: serde_json::Value = serde_json::from_str(&line).expect("json log line");
+            addr = v["fields"]["addr"].as_str().expect("addr").to_owned();
+            break;
+        }
+    }
+    assert!(!addr.is_empty(), "the server never said it was listening");
+    drop(out); // the reader thread keeps draining stdout until the child exits
+    (child, addr)
+}
+
+fn terminate(child: &mut std::process::Child) -> std::process::ExitStatus {
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server did not stop on SIGTERM"
+        );
+        std::thread::park_timeout(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn first_start_prints_a_working_dev_account_once_and_sigterm_stops_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = dialtone(dir.path())
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut printed = Vec::new();
+    let mut curl = None;
+    for line in stdout.lines().map_while(Result::ok) {
+        if line.trim_start().starts_with("curl ") {
+            curl = Some(line.trim().to_owned());
+            break;
+        }
+        printed.push(line);
+    }
+    let text = printed.join("\n");
+    for label in ["account SID", "API key", "login", "password"] {
+        assert!(text.contains(label), "{label} missing from:\n{text}");
+    }
+    assert!(text.contains("dev"), "{text}");
+    let curl = curl.expect("a curl line");
+    let key = curl
+        .split("x-api-key: ")
+        .nth(1)
+        .unwrap()
+        .split('\'')
+        .next()
+        .unwrap()
+        .to_owned();
+    let url = curl.split_whitespace().last().unwrap().to_owned();
+    assert!(key.starts_with("dt_"));
+    let resp = reqwest::blocking::Client::new()
+        .get(&url)
+        .header("x-api-key", &key)
+        .send()
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert!(
+        dir.path().join("dialtone.db").exists(),
+        "SQLite file under the data dir"
+    );
+    assert!(terminate(&mut child).success(), "SIGTERM is a clean exit");
+
+    // Second start on the same data: no new dev account is printed.
+    let (mut child, addr) = start(dir.path());
+    let resp = reqwest::blocking::Client::new()
+        .get(format!("http://{addr}/v2.0/ping"))
+        .header("x-api-key", &key)
+        .send()
+        .unwrap();
+    assert_eq!(resp.status(), 200, "the dev key survives a restart");
+    assert!(terminate(&mut child).success());
+    let list = dialtone(dir.path())
+        .args(["account", "list", "--json"])
+        .output()
+        .unwrap();
+    let list: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(
+        list.as_array().unwrap().len(),
+        1,
+        "one dev account after two starts"
+    );
+}
+
+#[test]
+fn operator_commands_create_list_and_manage_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dialtone(dir.path()).arg("migrate").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = dialtone(dir.path())
+        .args([
+            "account", "create", "--name", "acme", "--credit", "500.25", "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let made: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(made["credit"], "500.25");
+    let sid = made["sid"].as_str().unwrap().to_owned();
+    assert!(made["apiKey"].as_str().unwrap().starts_with("dt_"));
+    let out = dialtone(dir.path())
+        .args([
+            "account", "create", "--name", "acme-sub", "--parent", &sid, "--json",
+        ])
+        .output()
+        .unwrap();
+    let sub: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(sub["parent"], sid.as_str());
+
+    let out = dialtone(dir.path())
+        .args(["key", "create", "--account", &sid])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let key = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned();
+    assert!(key.starts_with("dt_"));
+    let key_id = &key[..11];
+    let out = dialtone(dir.path())
+        .args(["key", "revoke", "--account", &sid, "--key", key_id])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = dialtone(dir.path())
+        .args(["key", "revoke", "--account", &sid, "--key", key_id])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "revoking twice fails");
+
+    let out = dialtone(dir.path())
+        .args(["account", "list"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("acme") && text.contains(&sid), "{text}");
+
+    let bad = dialtone(dir.path())
+        .args(["account", "create", "--name", "x", "--credit", "lots"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    let bad = dialtone(dir.path())
+        .args(["--database-url", "mysql://x", "migrate"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}
