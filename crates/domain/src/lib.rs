@@ -7,8 +7,10 @@
 
 pub mod account;
 pub mod clock;
+pub mod country;
 pub mod credentials;
 pub mod money;
+pub mod number;
 pub mod phone;
 pub mod sid;
 pub mod timestamp;

@@ -98,6 +98,29 @@ impl Timestamp {
         at.map_or_else(|| "0000-00-00 00:00:00".to_owned(), Self::to_legacy)
     }
 
+    /// The same time of day `months` calendar months later, the day clamped to the month's
+    /// last day (Jan 31 + 1 month is Feb 28 or 29): the contract day of monthly fees.
+    pub fn plus_months(self, months: u32) -> Self {
+        let d = self.datetime();
+        let total =
+            i64::from(d.year()) * 12 + i64::from(u8::from(d.month())) - 1 + i64::from(months);
+        let (year, month0) = (total.div_euclid(12), total.rem_euclid(12));
+        let Ok(year) = i32::try_from(year) else {
+            return self;
+        };
+        let Ok(month) = time::Month::try_from(month0 as u8 + 1) else {
+            return self;
+        };
+        let day = d.day().min(month.length(year));
+        match time::Date::from_calendar_date(year, month, day) {
+            Ok(date) => {
+                let moved = d.replace_date(date);
+                Self((moved.unix_timestamp_nanos() / 1_000_000) as i64)
+            }
+            Err(_) => self,
+        }
+    }
+
     /// Whole seconds since the epoch.
     pub const fn unix_seconds(self) -> i64 {
         self.0.div_euclid(1000)
@@ -133,6 +156,21 @@ mod tests {
         assert_eq!(a.to_rfc3339(), "2024-04-24T12:00:42.500Z");
         assert!(Timestamp::parse_rfc3339("2024-04-24").is_err());
         assert!(Timestamp::parse_rfc3339("yesterday").is_err());
+    }
+
+    #[test]
+    fn months_clamp_to_the_last_day() {
+        let jan31 = Timestamp::parse_rfc3339("2024-01-31T10:00:00Z").unwrap();
+        assert_eq!(
+            jan31.plus_months(1).to_rfc3339(),
+            "2024-02-29T10:00:00.000Z"
+        );
+        assert_eq!(
+            jan31.plus_months(13).to_rfc3339(),
+            "2025-02-28T10:00:00.000Z"
+        );
+        let dec = Timestamp::parse_rfc3339("2024-12-15T00:00:00Z").unwrap();
+        assert_eq!(dec.plus_months(1).to_rfc3339(), "2025-01-15T00:00:00.000Z");
     }
 
     #[test]

@@ -29,6 +29,7 @@ pub fn router(state: AppState) -> Router<AppState> {
             delete(revoke_key),
         )
         .route("/admin/accounts/{sid}", get(get_account))
+        .route("/admin/inventory", post(import_inventory))
         .route_layer(axum::middleware::from_fn_with_state(state, require_admin))
 }
 
@@ -228,4 +229,33 @@ async fn revoke_key(
     } else {
         Err(ApiError::not_found("API key"))
     }
+}
+
+#[derive(Debug, Serialize)]
+struct Imported {
+    added: u64,
+    skipped: u64,
+}
+
+/// `POST /admin/inventory`: a CSV of ranges (country,type,class,prefix,area,first,last,
+/// setupPrice,monthlyPrice). Every line is checked before anything is stored.
+async fn import_inventory(State(state): State<AppState>, body: Bytes) -> ApiResult<Json<Imported>> {
+    let text = std::str::from_utf8(&body)
+        .map_err(|_| ApiError::invalid("body", "must be UTF-8 CSV text"))?;
+    let ranges = crate::numbers::inventory::parse(text).map_err(|errors| {
+        ApiError::validation(
+            errors
+                .into_iter()
+                .map(|e| crate::http::error::Detail::new(format!("line {}", e.line), e.message))
+                .collect(),
+        )
+    })?;
+    if ranges.is_empty() {
+        return Err(ApiError::invalid("body", "no ranges in the file"));
+    }
+    let count = crate::numbers::inventory::import(&state.store, ranges).await?;
+    Ok(Json(Imported {
+        added: count.added,
+        skipped: count.skipped,
+    }))
 }

@@ -4,17 +4,19 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use dialtone_domain::Clock;
 use dialtone_store::{Store, StoreOptions, migrate};
 use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::state::AppState;
-use crate::{admin, http, jsonrpc, ops, v2};
+use crate::{admin, http, jsonrpc, numbers, ops, v2, workers};
 
 /// A server ready to serve: store open and migrated, listener bound.
 pub struct Application {
@@ -37,6 +39,9 @@ impl Application {
             config: Arc::new(config),
             metrics: Arc::new(Metrics::default()),
         };
+        if state.config.default_inventory {
+            numbers::inventory::load_default_if_empty(&state.store).await?;
+        }
         let router = router(state.clone());
         Ok(Self {
             listener,
@@ -58,13 +63,27 @@ impl Application {
     }
 
     /// Serves until `shutdown` resolves, then stops accepting and finishes in-flight requests.
+    /// Background workers run beside the server and stop at a safe point after it.
     pub async fn run_until(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
-        axum::serve(self.listener, self.router)
+        let stop_workers = CancellationToken::new();
+        let worker = self.state.config.run_workers.then(|| {
+            tokio::spawn(workers::run(
+                self.state.clone(),
+                stop_workers.clone(),
+                Duration::from_millis(200),
+            ))
+        });
+        let served = axum::serve(self.listener, self.router)
             .with_graceful_shutdown(shutdown)
-            .await?;
+            .await;
+        stop_workers.cancel();
+        if let Some(w) = worker {
+            let _ = w.await;
+        }
+        served?;
         Ok(())
     }
 }

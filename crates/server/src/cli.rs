@@ -67,6 +67,19 @@ pub enum Command {
     /// Manage API keys.
     #[command(subcommand)]
     Key(KeyCommand),
+    /// Manage the number inventory.
+    #[command(subcommand)]
+    Inventory(InventoryCommand),
+}
+
+/// Inventory commands.
+#[derive(Debug, Subcommand)]
+pub enum InventoryCommand {
+    /// Load ranges from a CSV file (country,type,class,prefix,area,first,last,setupPrice,monthlyPrice).
+    Import {
+        /// The CSV file.
+        file: PathBuf,
+    },
 }
 
 /// Account commands.

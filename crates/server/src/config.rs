@@ -39,6 +39,10 @@ pub struct Config {
     pub dev_account: bool,
     /// Largest request body accepted, in bytes.
     pub max_body_bytes: usize,
+    /// Run background workers in this process (tests drive them by hand instead).
+    pub run_workers: bool,
+    /// Load the built-in fictional number inventory when the inventory is empty.
+    pub default_inventory: bool,
 }
 
 /// Settings a TOML file may hold (the same names as the flags, with underscores).
@@ -90,6 +94,8 @@ impl Config {
             sqlite_synchronous: Synchronous::Full,
             dev_account: true,
             max_body_bytes: 2 * 1024 * 1024,
+            run_workers: true,
+            default_inventory: true,
         }
     }
 

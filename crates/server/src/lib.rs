@@ -12,10 +12,12 @@ pub mod config;
 pub mod http;
 pub mod jsonrpc;
 pub mod metrics;
+pub mod numbers;
 pub mod ops;
 pub mod provisioning;
 pub mod state;
 pub mod v2;
+pub mod workers;
 
 pub use app::Application;
 pub use config::Config;

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use clap::Parser;
-use dialtone::cli::{AccountCommand, Cli, Command, KeyCommand};
+use dialtone::cli::{AccountCommand, Cli, Command, InventoryCommand, KeyCommand};
 use dialtone::config::{Config, LogFormat};
 use dialtone::provisioning::{self, AccountRequest};
 use dialtone::{Application, admin::AccountView, app, bootstrap};
@@ -41,6 +41,7 @@ async fn main() -> std::process::ExitCode {
             .map(|_| println!("migrations applied")),
         Command::Account(cmd) => account(config, cmd).await,
         Command::Key(cmd) => key(config, cmd).await,
+        Command::Inventory(cmd) => inventory(config, cmd).await,
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -168,6 +169,33 @@ async fn key(config: Config, cmd: KeyCommand) -> anyhow::Result<()> {
             } else {
                 anyhow::bail!("no live key {key} on account {account}");
             }
+        }
+    }
+    Ok(())
+}
+
+async fn inventory(config: Config, cmd: InventoryCommand) -> anyhow::Result<()> {
+    let store = app::open_store(&config).await?;
+    match cmd {
+        InventoryCommand::Import { file } => {
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+            let ranges = dialtone::numbers::inventory::parse(&text).map_err(|errors| {
+                let lines: Vec<String> = errors
+                    .iter()
+                    .map(|e| format!("line {}: {}", e.line, e.message))
+                    .collect();
+                anyhow::anyhow!(
+                    "{} refused, nothing imported:\n{}",
+                    file.display(),
+                    lines.join("\n")
+                )
+            })?;
+            let count = dialtone::numbers::inventory::import(&store, ranges).await?;
+            println!(
+                "{} numbers added, {} already in the inventory",
+                count.added, count.skipped
+            );
         }
     }
     Ok(())

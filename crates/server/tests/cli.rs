@@ -72,10 +72,10 @@ fn first_start_prints_a_working_dev_account_once_and_sigterm_stops_cleanly() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut printed = Vec::new();
     let mut curl = None;
-    for line in stdout.lines().map_while(Result::ok) {
+    for line in stdout.by_ref().map_while(Result::ok) {
         if line.trim_start().starts_with("curl ") {
             curl = Some(line.trim().to_owned());
             break;
@@ -109,6 +109,7 @@ fn first_start_prints_a_working_dev_account_once_and_sigterm_stops_cleanly() {
         "SQLite file under the data dir"
     );
     assert!(terminate(&mut child).success(), "SIGTERM is a clean exit");
+    drop(stdout);
 
     // Second start on the same data: no new dev account is printed.
     let (mut child, addr) = start(dir.path());

@@ -213,3 +213,15 @@ pub fn keys(conn: &mut dyn Conn, account_id: i64) -> Result<Vec<ApiKeyInfo>, DbE
     })
     .collect()
 }
+
+/// Serializes concurrent changes to one account's rows: a row lock on PostgreSQL (several
+/// nodes and connections write at once); nothing on SQLite, whose one writer already does.
+pub fn lock(conn: &mut dyn Conn, account_id: i64) -> Result<(), DbError> {
+    if conn.dialect() == crate::sql::Dialect::Postgres {
+        conn.query(
+            "SELECT id FROM accounts WHERE id = $1 FOR UPDATE",
+            params![account_id],
+        )?;
+    }
+    Ok(())
+}

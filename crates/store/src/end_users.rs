@@ -105,9 +105,13 @@ pub fn delete(conn: &mut dyn Conn, account_id: i64, sid: &Sid) -> Result<Deletio
 }
 
 /// Whether a number is assigned to the end user.
-pub fn in_use(_conn: &mut dyn Conn, _end_user_id: i64) -> Result<bool, DbError> {
-    // Numbers do not exist yet in this schema version.
-    Ok(false)
+pub fn in_use(conn: &mut dyn Conn, end_user_id: i64) -> Result<bool, DbError> {
+    Ok(conn
+        .query_opt(
+            "SELECT 1 FROM numbers WHERE end_user_id = $1 LIMIT 1",
+            params![end_user_id],
+        )?
+        .is_some())
 }
 
 /// A page of the account's end users, optionally with a name containing `name`.

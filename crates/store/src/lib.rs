@@ -7,8 +7,11 @@
 //! [`Store::read`]. This crate owns SQL and nothing above it: no HTTP, no JSON shapes.
 
 pub mod accounts;
+pub mod billing;
 pub mod end_users;
+pub mod events;
 pub mod migrate;
+pub mod numbers;
 mod pool;
 mod postgres;
 pub mod search;

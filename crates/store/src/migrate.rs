@@ -28,6 +28,7 @@ macro_rules! migration {
 const MIGRATIONS: &[Migration] = &[
     migration!(1, "0001_accounts"),
     migration!(2, "0002_end_users"),
+    migration!(3, "0003_numbers"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

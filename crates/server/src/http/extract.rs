@@ -227,6 +227,14 @@ impl Checks {
     }
 }
 
+/// For properties where absent and `null` differ (PATCH): absent is `None`, `null` is
+/// `Some(None)`. Use with `#[serde(default, deserialize_with = "nullable")]`.
+pub fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

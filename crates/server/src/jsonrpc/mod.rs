@@ -2,6 +2,7 @@
 //! HTTP 200 for every answer (the official SDKs treat any other status as a transport
 //! failure), errors as `{code, message, data}` with the earlier numeric codes.
 
+mod did;
 mod system;
 
 use axum::Router;
@@ -227,6 +228,15 @@ fn parse_request(request: &Value) -> Result<(String, Vec<Value>), RpcError> {
 async fn dispatch(method: &str, call: Call<'_>) -> Result<Value, RpcError> {
     match method {
         "system.get_timestamp" => system::get_timestamp(&call),
+        "did.search" => did::search(&call).await,
+        "did/areacode.countries" => did::countries(&call).await,
+        "did/areacode.types" => did::types(&call).await,
+        "did/areacode.get_list" => did::area_codes(&call).await,
+        "did/store.reserve" => did::reserve(&call).await,
+        "did/store.view_order" => did::view_order(&call).await,
+        "did/store.buy_order" => did::buy_order(&call).await,
+        "did/store.cancel_order" => did::cancel_order(&call).await,
+        "did/store.cancel_subscription" => did::cancel_subscription(&call).await,
         _ => Err(RpcError::new(
             codes::METHOD_NOT_FOUND,
             format!("method not found: {method}"),

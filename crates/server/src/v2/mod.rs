@@ -4,6 +4,8 @@
 pub mod billing;
 pub mod common;
 pub mod end_users;
+pub mod number_store;
+pub mod numbers;
 pub mod openapi;
 pub mod ping;
 
@@ -24,6 +26,20 @@ pub fn router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
             end_users::delete
         ))
         .routes(routes!(billing::credit))
+        .routes(routes!(numbers::search))
+        .routes(routes!(numbers::get, numbers::update, numbers::release))
+        .routes(routes!(numbers::attach_scenario))
+        .routes(routes!(numbers::detach_scenario))
+        .routes(routes!(numbers::assign_end_user))
+        .routes(routes!(number_store::countries))
+        .routes(routes!(number_store::types))
+        .routes(routes!(number_store::prefixes))
+        .routes(routes!(number_store::reserve))
+        .routes(routes!(
+            number_store::get,
+            number_store::buy,
+            number_store::cancel
+        ))
         .split_for_parts();
     openapi::finish(&mut doc);
     let router = router.route("/openapi.json", openapi::serve(&doc));

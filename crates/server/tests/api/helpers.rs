@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use dialtone::Application;
 use dialtone::config::Config;
+use dialtone::state::AppState;
 use dialtone_domain::{ManualClock, Timestamp};
 use dialtone_store::DatabaseUrl;
 use reqwest::{Method, RequestBuilder, StatusCode};
@@ -66,6 +67,8 @@ pub struct TestApp {
     pub client: reqwest::Client,
     pub clock: ManualClock,
     pub backend: Backend,
+    pub state: AppState,
+    config: Config,
     _dir: tempfile::TempDir,
     _schema: Option<PgSchema>,
 }
@@ -93,6 +96,7 @@ impl TestApp {
         config.admin_token = Some(ADMIN_TOKEN.into());
         config.dev_account = false;
         config.db_connections = 2;
+        config.run_workers = false;
         let mut schema = None;
         if backend == Backend::Postgres {
             let admin_url = std::env::var("DIALTONE_TEST_DATABASE_URL").ok()?;
@@ -113,19 +117,47 @@ impl TestApp {
         }
         adjust(&mut config);
         let clock = ManualClock::new(Timestamp::from_millis(START));
-        let app = Application::build(config, Arc::new(clock.clone()))
-            .await
-            .expect("build the application");
-        let base = format!("http://{}", app.local_addr());
-        tokio::spawn(app.run_until(std::future::pending()));
+        let (base, state) = start(config.clone(), &clock).await;
         Some(Self {
             base,
             client: reqwest::Client::new(),
             clock,
             backend,
+            state,
+            config,
             _dir: dir,
             _schema: schema,
         })
+    }
+
+    /// Runs every kind of due background work once, as the workers would.
+    pub async fn tick(&self) -> usize {
+        dialtone::workers::tick(&self.state).await.expect("tick")
+    }
+
+    /// Another server process on the same database (a second node), sharing the clock.
+    pub async fn second_node(&self) -> String {
+        let mut config = self.config.clone();
+        config.default_inventory = false;
+        start(config, &self.clock).await.0
+    }
+
+    /// The account's events of one type, oldest first, as JSON.
+    pub async fn events(&self, account_sid: &str, event_type: &str) -> Vec<Value> {
+        let sid = dialtone_domain::Sid::parse(account_sid).expect("sid");
+        let event_type = event_type.to_owned();
+        self.state
+            .store
+            .read(move |c| {
+                let account = dialtone_store::accounts::by_sid(c, &sid)?.expect("account");
+                dialtone_store::events::list(c, account.id)
+            })
+            .await
+            .expect("events")
+            .into_iter()
+            .filter(|e| e.event_type == event_type)
+            .map(|e| serde_json::from_str(&e.data).expect("event data is JSON"))
+            .collect()
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -173,6 +205,16 @@ impl TestApp {
         )
         .await
     }
+}
+
+async fn start(config: Config, clock: &ManualClock) -> (String, AppState) {
+    let app = Application::build(config, Arc::new(clock.clone()))
+        .await
+        .expect("build the application");
+    let base = format!("http://{}", app.local_addr());
+    let state = app.state().clone();
+    tokio::spawn(app.run_until(std::future::pending()));
+    (base, state)
 }
 
 fn hex_id() -> String {

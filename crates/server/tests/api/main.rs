@@ -6,3 +6,5 @@ mod helpers;
 mod admin;
 mod auth;
 mod conventions;
+mod jsonrpc;
+mod numbers;

@@ -1,0 +1,216 @@
+//! The number lifecycle as use cases: reserve, buy, cancel, release, attach. Each runs in one
+//! transaction with the events it causes (`did.assigned`, `did.unassigned`).
+
+pub mod inventory;
+pub mod legacy;
+
+use dialtone_domain::account::AccountStatus;
+use dialtone_domain::{Money, Sid};
+use dialtone_store::numbers::reservations::{self, Reservation, Reserved, Wanted, status};
+use dialtone_store::numbers::{Number, owned};
+use dialtone_store::{accounts, billing, events};
+use rand::Rng;
+
+use crate::http::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+/// How long a reservation holds its numbers: 5 minutes.
+pub const HOLD_MS: i64 = 5 * 60 * 1000;
+
+/// A new reservation token: 48 URL-safe characters.
+pub fn new_token() -> String {
+    const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_";
+    let mut rng = rand::rng();
+    (0..48)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect()
+}
+
+/// Reserves numbers for the account.
+pub async fn reserve(state: &AppState, account_id: i64, wanted: Wanted) -> ApiResult<Reservation> {
+    let (now, token) = (state.clock.now(), new_token());
+    state
+        .store
+        .write(move |c| {
+            let offered = dialtone_store::numbers::inventory::types(c, &wanted.country)?;
+            if !offered.iter().any(|(t, _)| *t == wanted.number_type) {
+                return Err(ApiError::not_found(&format!(
+                    "{} numbers in country {}",
+                    wanted.number_type, wanted.country
+                )));
+            }
+            match reservations::reserve(c, account_id, &wanted, &token, now, HOLD_MS)? {
+                Reserved::Held(r) => Ok(r),
+                Reserved::AlreadyHolding => Err(ApiError::bad_request(
+                    "reservation_exists",
+                    "the account already holds a reservation: buy or cancel it first",
+                )),
+                Reserved::NotAvailable { found } => Err(ApiError::bad_request(
+                    "number_not_available",
+                    format!(
+                        "only {found} matching numbers are available, {} asked for",
+                        wanted.quantity
+                    ),
+                )),
+            }
+        })
+        .await
+}
+
+/// The account's reservation, expired first if its hold has ended.
+pub async fn reservation(
+    state: &AppState,
+    account_id: i64,
+    token: String,
+) -> ApiResult<Reservation> {
+    let now = state.clock.now();
+    state
+        .store
+        .write(move |c| reservations::get_current(c, account_id, &token, now))
+        .await?
+        .ok_or_else(|| ApiError::not_found("reservation"))
+}
+
+/// Buys a held reservation: debits setup and first month, gives the numbers to the account.
+pub async fn buy(
+    state: &AppState,
+    account_id: i64,
+    token: String,
+) -> ApiResult<(Vec<Number>, Money)> {
+    let now = state.clock.now();
+    state
+        .store
+        .write(move |c| {
+            accounts::lock(c, account_id)?;
+            let r = reservations::get_current(c, account_id, &token, now)?
+                .ok_or_else(|| ApiError::not_found("reservation"))?;
+            match r.status.as_str() {
+                status::RESERVED => {}
+                status::BOUGHT => {
+                    return Err(ApiError::invalid(
+                        "token",
+                        "this reservation was already bought",
+                    ));
+                }
+                other => {
+                    return Err(ApiError::bad_request(
+                        "reservation_expired",
+                        format!("this reservation is {other}: reserve again"),
+                    ));
+                }
+            }
+            let account =
+                accounts::by_id(c, account_id)?.ok_or_else(|| ApiError::not_found("account"))?;
+            if account.status == AccountStatus::Suspended {
+                return Err(ApiError::forbidden(
+                    "account_suspended",
+                    "the account is suspended",
+                ));
+            }
+            let debit = r
+                .setup_total
+                .checked_add(r.monthly_total)
+                .ok_or_else(|| ApiError::internal("price overflow"))?;
+            if debit > Money::ZERO
+                && let billing::Spend::Insufficient { balance } = billing::debit(
+                    c,
+                    account_id,
+                    debit,
+                    "number-purchase",
+                    &format!("reservation {}", r.token),
+                    now,
+                )?
+            {
+                return Err(ApiError::forbidden(
+                    "insufficient_credit",
+                    format!("buying costs {debit} cents; the credit is {balance} cents"),
+                ));
+            }
+            let numbers =
+                reservations::complete_purchase(c, account_id, &r, now, now.plus_months(1))?;
+            for n in &numbers {
+                events::emit(
+                    c,
+                    account_id,
+                    "did.assigned",
+                    &legacy::did(n).to_string(),
+                    now,
+                )?;
+            }
+            Ok((numbers, debit))
+        })
+        .await
+}
+
+/// Cancels a held reservation.
+pub async fn cancel(state: &AppState, account_id: i64, token: String) -> ApiResult<()> {
+    let now = state.clock.now();
+    state
+        .store
+        .write(move |c| {
+            let r = reservations::get_current(c, account_id, &token, now)?
+                .ok_or_else(|| ApiError::not_found("reservation"))?;
+            match r.status.as_str() {
+                status::RESERVED => {
+                    reservations::cancel(c, r.id, now)?;
+                    Ok(())
+                }
+                status::BOUGHT => Err(ApiError::invalid(
+                    "token",
+                    "this reservation was bought: release the numbers instead",
+                )),
+                other => Err(ApiError::bad_request(
+                    "reservation_expired",
+                    format!("this reservation is already {other}"),
+                )),
+            }
+        })
+        .await
+}
+
+/// Releases one of the account's numbers at once.
+pub async fn release(state: &AppState, account_id: i64, e164: String) -> ApiResult<()> {
+    let now = state.clock.now();
+    state
+        .store
+        .write(move |c| {
+            let number = owned::release(c, account_id, &e164)?
+                .ok_or_else(|| ApiError::not_found("number"))?;
+            events::emit(
+                c,
+                account_id,
+                "did.unassigned",
+                &legacy::did(&number).to_string(),
+                now,
+            )?;
+            Ok(())
+        })
+        .await
+}
+
+/// Sets or clears a number's scenario and/or end user (None leaves that link alone).
+pub async fn attach(
+    state: &AppState,
+    account_id: i64,
+    e164: String,
+    scenario: Option<Option<Sid>>,
+    end_user: Option<Option<Sid>>,
+) -> ApiResult<()> {
+    state
+        .store
+        .write(move |c| {
+            owned::get(c, account_id, &e164)?.ok_or_else(|| ApiError::not_found("number"))?;
+            if let Some(s) = &scenario
+                && owned::set_scenario(c, account_id, &e164, s.as_ref())? == owned::Attach::NoTarget
+            {
+                return Err(ApiError::not_found("scenario"));
+            }
+            if let Some(u) = &end_user
+                && owned::set_end_user(c, account_id, &e164, u.as_ref())? == owned::Attach::NoTarget
+            {
+                return Err(ApiError::not_found("end user"));
+            }
+            Ok(())
+        })
+        .await
+}

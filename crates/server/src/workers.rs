@@ -1,0 +1,44 @@
+//! Background work: every kind of due job, claimed in the database so that several nodes
+//! (and a restarted node) never lose or double it. `tick` runs each kind once and says how
+//! much it did; production loops over it, tests call it directly after moving the clock.
+
+use std::time::Duration;
+
+use dialtone_store::numbers::reservations;
+use tokio_util::sync::CancellationToken;
+
+use crate::state::AppState;
+
+/// Most items of one kind handled per tick.
+const BATCH: i64 = 500;
+
+/// Runs every kind of due work once; returns how many items were handled.
+pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
+    let now = state.clock.now();
+    let expired = state
+        .store
+        .write(move |c| reservations::expire_due(c, now, BATCH))
+        .await?;
+    Ok(expired)
+}
+
+/// Loops over [`tick`] until `shutdown` is cancelled, pausing when there is nothing to do.
+/// A tick in progress always finishes: shutdown happens between ticks, at a safe point.
+pub async fn run(state: AppState, shutdown: CancellationToken, idle: Duration) {
+    loop {
+        let handled = match tick(&state).await {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::error!(error = %e, "background work failed; retrying");
+                0
+            }
+        };
+        if handled > 0 {
+            continue;
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(idle) => {}
+        }
+    }
+}
