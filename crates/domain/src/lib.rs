@@ -13,6 +13,7 @@ pub mod money;
 pub mod number;
 pub mod phone;
 pub mod sid;
+pub mod sms;
 pub mod timestamp;
 
 pub use clock::{Clock, ManualClock, SystemClock};

@@ -30,6 +30,11 @@ pub fn router(state: AppState) -> Router<AppState> {
         )
         .route("/admin/accounts/{sid}", get(get_account))
         .route("/admin/inventory", post(import_inventory))
+        .route("/admin/rates", post(import_rates))
+        .route(
+            "/admin/accounts/{sid}/senders",
+            post(approve_sender).get(list_senders),
+        )
         .route_layer(axum::middleware::from_fn_with_state(state, require_admin))
 }
 
@@ -258,4 +263,78 @@ async fn import_inventory(State(state): State<AppState>, body: Bytes) -> ApiResu
         added: count.added,
         skipped: count.skipped,
     }))
+}
+
+/// `POST /admin/rates`: a CSV of rates (label,country,type,prefix,smsPrice,callPricePerMinute,
+/// numberMonthlyPrice); prefixes already priced are repriced.
+async fn import_rates(
+    State(state): State<AppState>,
+    body: Bytes,
+) -> ApiResult<Json<serde_json::Value>> {
+    let text = std::str::from_utf8(&body)
+        .map_err(|_| ApiError::invalid("body", "must be UTF-8 CSV text"))?;
+    let list = crate::billing::rates::parse(text).map_err(|errors| {
+        ApiError::validation(
+            errors
+                .into_iter()
+                .map(|e| crate::http::error::Detail::new(format!("line {}", e.line), e.message))
+                .collect(),
+        )
+    })?;
+    if list.is_empty() {
+        return Err(ApiError::invalid("body", "no rates in the file"));
+    }
+    let n = crate::billing::rates::import(&state.store, list).await?;
+    Ok(Json(serde_json::json!({ "imported": n })))
+}
+
+#[derive(Debug, Deserialize)]
+struct SenderBody {
+    sender: String,
+}
+
+/// `POST /admin/accounts/{sid}/senders {sender}`: approves an alphanumeric sender.
+async fn approve_sender(
+    State(state): State<AppState>,
+    Path(sid): Path<String>,
+    body: Bytes,
+) -> ApiResult<StatusCode> {
+    let sid = path_sid(&sid)?;
+    let b: SenderBody = json_body(&body)?;
+    match dialtone_domain::sms::Sender::parse(&b.sender) {
+        Ok(dialtone_domain::sms::Sender::Alphanumeric(name)) => {
+            let now = state.clock.now();
+            state
+                .store
+                .write(move |c| {
+                    let account =
+                        accounts::by_sid(c, &sid)?.ok_or_else(|| ApiError::not_found("account"))?;
+                    dialtone_store::sms::approve_sender(c, account.id, &name, now)?;
+                    Ok::<_, ApiError>(())
+                })
+                .await?;
+            Ok(StatusCode::NO_CONTENT)
+        }
+        _ => Err(ApiError::invalid(
+            "sender",
+            "must be 1 to 11 letters, digits, spaces, dashes or underscores with at least one letter",
+        )),
+    }
+}
+
+/// `GET /admin/accounts/{sid}/senders`.
+async fn list_senders(
+    State(state): State<AppState>,
+    Path(sid): Path<String>,
+) -> ApiResult<Json<Vec<String>>> {
+    let sid = path_sid(&sid)?;
+    let list = state
+        .store
+        .read(move |c| {
+            let account =
+                accounts::by_sid(c, &sid)?.ok_or_else(|| ApiError::not_found("account"))?;
+            Ok::<_, ApiError>(dialtone_store::sms::approved_senders(c, account.id)?)
+        })
+        .await?;
+    Ok(Json(list))
 }

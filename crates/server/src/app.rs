@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use dialtone_carrier::Simulated;
 use dialtone_domain::Clock;
 use dialtone_store::{Store, StoreOptions, migrate};
 use tokio::net::TcpListener;
@@ -16,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::state::AppState;
-use crate::{admin, http, jsonrpc, numbers, ops, v2, workers};
+use crate::{admin, billing, http, jsonrpc, numbers, ops, rest11, sandbox, v2, workers};
 
 /// A server ready to serve: store open and migrated, listener bound.
 pub struct Application {
@@ -33,15 +34,20 @@ impl Application {
         let listener = TcpListener::bind(&config.listen)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
+        let simulated = Arc::new(Simulated::new(config.sim_step_ms));
         let state = AppState {
             store,
             clock,
             config: Arc::new(config),
             metrics: Arc::new(Metrics::default()),
+            carrier: simulated.clone(),
+            simulated: Some(simulated),
+            wake: Arc::new(tokio::sync::Notify::new()),
         };
         if state.config.default_inventory {
             numbers::inventory::load_default_if_empty(&state.store).await?;
         }
+        billing::rates::load_default_if_empty(&state.store).await?;
         let router = router(state.clone());
         Ok(Self {
             listener,
@@ -73,7 +79,7 @@ impl Application {
             tokio::spawn(workers::run(
                 self.state.clone(),
                 stop_workers.clone(),
-                Duration::from_millis(200),
+                Duration::from_millis(50),
             ))
         });
         let served = axum::serve(self.listener, self.router)
@@ -109,7 +115,11 @@ pub fn router(state: AppState) -> Router {
     let mut app = Router::new()
         .nest("/v2.0", v2)
         .merge(jsonrpc::router())
+        .merge(rest11::router())
         .merge(ops::router());
+    if state.simulated.is_some() {
+        app = app.merge(sandbox::router());
+    }
     if state.config.admin_token.is_some() {
         app = app.merge(admin::router(state.clone()));
     }

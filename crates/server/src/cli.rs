@@ -52,6 +52,15 @@ pub struct Settings {
     /// Database connections: SQLite readers, PostgreSQL pool size [default: 4].
     #[arg(long, env = "DIALTONE_DB_CONNECTIONS", global = true)]
     pub db_connections: Option<usize>,
+    /// Milliseconds between two SMS statuses on the simulated network [default: 200].
+    #[arg(long, env = "DIALTONE_SIM_STEP", global = true)]
+    pub sim_step: Option<i64>,
+    /// Sender used when none is given and no number fits [default: +447700900000].
+    #[arg(long, env = "DIALTONE_SHARED_SENDER", global = true)]
+    pub shared_sender: Option<String>,
+    /// STOP number replacing %STOPNUM% for custom senders [default: +447700900000].
+    #[arg(long, env = "DIALTONE_STOP_NUMBER", global = true)]
+    pub stop_number: Option<String>,
 }
 
 /// The commands.
@@ -70,6 +79,36 @@ pub enum Command {
     /// Manage the number inventory.
     #[command(subcommand)]
     Inventory(InventoryCommand),
+    /// Manage the rate table.
+    #[command(subcommand)]
+    Rates(RatesCommand),
+    /// Manage alphanumeric senders.
+    #[command(subcommand)]
+    Sender(SenderCommand),
+}
+
+/// Rate table commands.
+#[derive(Debug, Subcommand)]
+pub enum RatesCommand {
+    /// Load rates from a CSV file (label,country,type,prefix,smsPrice,callPricePerMinute,numberMonthlyPrice).
+    Import {
+        /// The CSV file.
+        file: PathBuf,
+    },
+}
+
+/// Sender commands.
+#[derive(Debug, Subcommand)]
+pub enum SenderCommand {
+    /// Approve an alphanumeric sender for an account.
+    Approve {
+        /// Account SID.
+        #[arg(long)]
+        account: String,
+        /// The sender (1 to 11 characters).
+        #[arg(long)]
+        sender: String,
+    },
 }
 
 /// Inventory commands.
@@ -165,6 +204,15 @@ impl Settings {
         }
         if let Some(n) = self.db_connections.or(file.db_connections) {
             config.db_connections = n.clamp(1, 64);
+        }
+        if let Some(step) = self.sim_step.or(file.sim_step_ms) {
+            config.sim_step_ms = step.clamp(1, 3_600_000);
+        }
+        if let Some(sender) = self.shared_sender.clone().or(file.shared_sender) {
+            config.shared_sender = sender;
+        }
+        if let Some(stop) = self.stop_number.clone().or(file.stop_number) {
+            config.stop_number = stop;
         }
         config.validate()?;
         Ok(config)

@@ -43,6 +43,13 @@ pub struct Config {
     pub run_workers: bool,
     /// Load the built-in fictional number inventory when the inventory is empty.
     pub default_inventory: bool,
+    /// Milliseconds between two statuses of an SMS on the simulated network.
+    pub sim_step_ms: i64,
+    /// Sender used when none is given and the account has no number in the destination's
+    /// country.
+    pub shared_sender: String,
+    /// The STOP number that replaces `%STOPNUM%` for custom senders (SMS REST v1.1).
+    pub stop_number: String,
 }
 
 /// Settings a TOML file may hold (the same names as the flags, with underscores).
@@ -63,6 +70,12 @@ pub struct FileConfig {
     pub log_format: Option<LogFormat>,
     /// See [`Config::db_connections`].
     pub db_connections: Option<usize>,
+    /// See [`Config::sim_step_ms`].
+    pub sim_step_ms: Option<i64>,
+    /// See [`Config::shared_sender`].
+    pub shared_sender: Option<String>,
+    /// See [`Config::stop_number`].
+    pub stop_number: Option<String>,
 }
 
 impl FileConfig {
@@ -96,6 +109,9 @@ impl Config {
             max_body_bytes: 2 * 1024 * 1024,
             run_workers: true,
             default_inventory: true,
+            sim_step_ms: 200,
+            shared_sender: "+447700900000".to_owned(),
+            stop_number: "+447700900000".to_owned(),
         }
     }
 

@@ -6,6 +6,7 @@
 
 pub mod admin;
 pub mod app;
+pub mod billing;
 pub mod bootstrap;
 pub mod cli;
 pub mod config;
@@ -15,6 +16,9 @@ pub mod metrics;
 pub mod numbers;
 pub mod ops;
 pub mod provisioning;
+pub mod rest11;
+pub mod sandbox;
+pub mod sms;
 pub mod state;
 pub mod v2;
 pub mod workers;

@@ -3,7 +3,9 @@
 use std::sync::Arc;
 
 use clap::Parser;
-use dialtone::cli::{AccountCommand, Cli, Command, InventoryCommand, KeyCommand};
+use dialtone::cli::{
+    AccountCommand, Cli, Command, InventoryCommand, KeyCommand, RatesCommand, SenderCommand,
+};
 use dialtone::config::{Config, LogFormat};
 use dialtone::provisioning::{self, AccountRequest};
 use dialtone::{Application, admin::AccountView, app, bootstrap};
@@ -42,6 +44,8 @@ async fn main() -> std::process::ExitCode {
         Command::Account(cmd) => account(config, cmd).await,
         Command::Key(cmd) => key(config, cmd).await,
         Command::Inventory(cmd) => inventory(config, cmd).await,
+        Command::Rates(cmd) => rates(config, cmd).await,
+        Command::Sender(cmd) => sender(config, cmd).await,
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -196,6 +200,57 @@ async fn inventory(config: Config, cmd: InventoryCommand) -> anyhow::Result<()> 
                 "{} numbers added, {} already in the inventory",
                 count.added, count.skipped
             );
+        }
+    }
+    Ok(())
+}
+
+async fn rates(config: Config, cmd: RatesCommand) -> anyhow::Result<()> {
+    let store = app::open_store(&config).await?;
+    match cmd {
+        RatesCommand::Import { file } => {
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+            let list = dialtone::billing::rates::parse(&text).map_err(|errors| {
+                let lines: Vec<String> = errors
+                    .iter()
+                    .map(|e| format!("line {}: {}", e.line, e.message))
+                    .collect();
+                anyhow::anyhow!(
+                    "{} refused, nothing imported:\n{}",
+                    file.display(),
+                    lines.join("\n")
+                )
+            })?;
+            let n = dialtone::billing::rates::import(&store, list).await?;
+            println!("{n} rates imported");
+        }
+    }
+    Ok(())
+}
+
+async fn sender(config: Config, cmd: SenderCommand) -> anyhow::Result<()> {
+    let store = app::open_store(&config).await?;
+    match cmd {
+        SenderCommand::Approve { account, sender } => {
+            let Ok(dialtone_domain::sms::Sender::Alphanumeric(name)) =
+                dialtone_domain::sms::Sender::parse(&sender)
+            else {
+                anyhow::bail!(
+                    "--sender must be 1 to 11 letters, digits, spaces, dashes or underscores with at least one letter"
+                );
+            };
+            let sid = parse_sid(&account)?;
+            let now = dialtone_domain::Clock::now(&SystemClock);
+            store
+                .write(move |c| {
+                    let a = accounts::by_sid(c, &sid)?
+                        .ok_or_else(|| anyhow::anyhow!("no account {sid}"))?;
+                    dialtone_store::sms::approve_sender(c, a.id, &name, now)?;
+                    Ok::<_, anyhow::Error>(())
+                })
+                .await?;
+            println!("sender {sender:?} approved for {account}");
         }
     }
     Ok(())

@@ -2,8 +2,10 @@
 
 use std::sync::Arc;
 
+use dialtone_carrier::{Carrier, Simulated};
 use dialtone_domain::Clock;
 use dialtone_store::Store;
+use tokio::sync::Notify;
 
 use crate::Config;
 use crate::metrics::Metrics;
@@ -19,4 +21,10 @@ pub struct AppState {
     pub config: Arc<Config>,
     /// Prometheus metrics.
     pub metrics: Arc<Metrics>,
+    /// The network outbound SMS leave through.
+    pub carrier: Arc<dyn Carrier>,
+    /// The simulated network, when it is the one in use (enables `/sandbox`).
+    pub simulated: Option<Arc<Simulated>>,
+    /// Wakes the background workers when new work is committed.
+    pub wake: Arc<Notify>,
 }

@@ -19,7 +19,8 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
         .store
         .write(move |c| reservations::expire_due(c, now, BATCH))
         .await?;
-    Ok(expired)
+    let sms = crate::sms::progress::tick(state).await?;
+    Ok(expired + sms)
 }
 
 /// Loops over [`tick`] until `shutdown` is cancelled, pausing when there is nothing to do.
@@ -39,6 +40,7 @@ pub async fn run(state: AppState, shutdown: CancellationToken, idle: Duration) {
         tokio::select! {
             () = shutdown.cancelled() => return,
             () = tokio::time::sleep(idle) => {}
+            () = state.wake.notified() => {}
         }
     }
 }

@@ -14,7 +14,9 @@ pub mod migrate;
 pub mod numbers;
 mod pool;
 mod postgres;
+pub mod rates;
 pub mod search;
+pub mod sms;
 pub mod sql;
 mod sqlite;
 

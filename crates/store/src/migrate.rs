@@ -29,6 +29,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(1, "0001_accounts"),
     migration!(2, "0002_end_users"),
     migration!(3, "0003_numbers"),
+    migration!(4, "0004_sms"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

@@ -216,6 +216,24 @@ impl Checks {
         }
     }
 
+    /// An absolute http or https URL (webhook endpoints, fetches).
+    pub fn http_url(&mut self, param: &str, value: Option<&str>) -> Option<String> {
+        let v = value?;
+        match url::Url::parse(v) {
+            Ok(u)
+                if (u.scheme() == "http" || u.scheme() == "https")
+                    && u.host().is_some()
+                    && v.len() <= 2048 =>
+            {
+                Some(v.to_owned())
+            }
+            _ => {
+                self.fail(param, "must be an absolute http or https URL");
+                None
+            }
+        }
+    }
+
     /// A sid (8 characters of `[0-9a-z]`).
     pub fn sid(&mut self, param: &str, value: Option<&str>) -> Option<dialtone_domain::Sid> {
         let v = value?;

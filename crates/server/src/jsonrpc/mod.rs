@@ -3,6 +3,7 @@
 //! failure), errors as `{code, message, data}` with the earlier numeric codes.
 
 mod did;
+pub mod sms;
 mod system;
 
 use axum::Router;
@@ -228,6 +229,9 @@ fn parse_request(request: &Value) -> Result<(String, Vec<Value>), RpcError> {
 async fn dispatch(method: &str, call: Call<'_>) -> Result<Value, RpcError> {
     match method {
         "system.get_timestamp" => system::get_timestamp(&call),
+        "sms.send" => sms::send(&call).await,
+        "sms.get" => sms::get(&call).await,
+        "sms.get_list" => sms::get_list(&call).await,
         "did.search" => did::search(&call).await,
         "did/areacode.countries" => did::countries(&call).await,
         "did/areacode.types" => did::types(&call).await,

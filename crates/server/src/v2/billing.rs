@@ -36,3 +36,53 @@ pub async fn credit(State(_state): State<AppState>, caller: Caller) -> ApiResult
         currency: caller.account.currency.clone(),
     }))
 }
+
+/// A billing destination: a label and its prefixes, with prices.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Destination {
+    /// Label, e.g. `FR-MOBILE`.
+    pub label: String,
+    /// ISO 3166 country (`ZZ` for any).
+    pub country: String,
+    /// Line type.
+    #[serde(rename = "type")]
+    pub number_type: String,
+    /// E.164 prefixes (the longest match wins).
+    pub prefixes: Vec<String>,
+    /// Price of one SMS part, in cents.
+    pub sms_price: String,
+    /// Price of a started minute of call, in cents.
+    pub call_price_per_minute: String,
+    /// Monthly price of a number, in cents.
+    pub number_monthly_price: String,
+    /// ISO 4217 code.
+    pub currency: String,
+}
+
+/// The billing destinations and their prices.
+#[utoipa::path(get, path = "/billing/destinations", tag = "Billing",
+    responses((status = 200, description = "destinations", body = Vec<Destination>)))]
+pub async fn destinations(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> ApiResult<Json<Vec<Destination>>> {
+    let rates = state.store.read(dialtone_store::rates::all).await?;
+    let mut out: Vec<Destination> = Vec::new();
+    for r in rates {
+        match out.last_mut() {
+            Some(d) if d.label == r.label => d.prefixes.push(r.prefix),
+            _ => out.push(Destination {
+                label: r.label,
+                country: r.country,
+                number_type: r.number_type,
+                prefixes: vec![r.prefix],
+                sms_price: r.sms_price.to_cents_string(),
+                call_price_per_minute: r.call_price_per_minute.to_cents_string(),
+                number_monthly_price: r.number_monthly_price.to_cents_string(),
+                currency: caller.account.currency.clone(),
+            }),
+        }
+    }
+    Ok(Json(out))
+}

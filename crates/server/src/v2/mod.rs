@@ -8,6 +8,7 @@ pub mod number_store;
 pub mod numbers;
 pub mod openapi;
 pub mod ping;
+pub mod sms;
 
 use axum::Router;
 use utoipa_axum::router::OpenApiRouter;
@@ -26,6 +27,9 @@ pub fn router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
             end_users::delete
         ))
         .routes(routes!(billing::credit))
+        .routes(routes!(billing::destinations))
+        .routes(routes!(sms::send, sms::search))
+        .routes(routes!(sms::get))
         .routes(routes!(numbers::search))
         .routes(routes!(numbers::get, numbers::update, numbers::release))
         .routes(routes!(numbers::attach_scenario))

@@ -147,3 +147,98 @@ async fn numbers_through_json_rpc(app: TestApp) {
     assert_eq!(again["error"]["code"], 151);
     assert_eq!(again["error"]["data"]["code"], "reservation_expired");
 }
+
+both_backends!(sms_through_json_rpc_and_rest_1_1);
+
+async fn sms_through_json_rpc_and_rest_1_1(app: TestApp) {
+    let acct = app.account().await;
+    let sent = rpc(&app, &acct, "sms.send", json!(["SMS", "+33612345678", "Hi", {"user_data": "7", "webhook": {"endpoint": "http://127.0.0.1:9/hook"}}])).await;
+    let hash = sent["result"].as_str().unwrap().to_owned();
+    app.tick().await;
+    let got = rpc(&app, &acct, "sms.get", json!([hash])).await;
+    assert_eq!(got["result"]["status"], "PENDING");
+    assert_eq!(
+        got["result"]["options"]["webhook"]["endpoint"],
+        "http://127.0.0.1:9/hook"
+    );
+    assert_eq!(got["result"]["status_history"][0]["new_status"], "PENDING");
+    for (params, code) in [
+        (json!(["SMS", "33612345678", "Hi", null]), 151),
+        (json!(["bad sender!", "+33612345678", "Hi", null]), 151),
+        (json!(["SMS", "+33612345678", "Hi", {"colour": "red"}]), 151),
+        (json!(["SMS", "+33612345678"]), 150),
+        (json!(["NOTAPPROVED", "+33612345678", "Hi", null]), 100),
+    ] {
+        let r = rpc(&app, &acct, "sms.send", params.clone()).await;
+        assert_eq!(r["error"]["code"], code, "{params}: {r}");
+    }
+    let list = rpc(
+        &app,
+        &acct,
+        "sms.get_list",
+        json!(["OUT", "2025-06-01 00:00:00", "2025-06-02 00:00:00"]),
+    )
+    .await;
+    assert_eq!(list["result"].as_array().unwrap().len(), 1);
+    let bad = rpc(&app, &acct, "sms.get_list", json!(["SIDEWAYS", null, null])).await;
+    assert_eq!(bad["error"]["code"], 151);
+
+    // SMS REST v1.1.
+    let rest = |m: Method, path: &str| {
+        app.anon(m, &format!("/rest/v1.1{path}"))
+            .basic_auth(&acct.login, Some(&acct.password))
+    };
+    let (status, r) = send(rest(Method::POST, "/sms").json(
+        &json!({"from": "SMS", "to": "+33612345678", "body": "Stop: %STOPNUM%", "options": null}),
+    ))
+    .await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r["status"], "success");
+    let h = r["data"].as_str().unwrap().to_owned();
+    let (status, one) = send(rest(Method::GET, &format!("/sms/{h}"))).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        one["data"]["text"], "Stop: +447700900000",
+        "%STOPNUM% replaced for a custom sender"
+    );
+    let (status, r) = send(rest(
+        Method::GET,
+        "/sms/send?to=%2B33612345678&body=Query+send&options.flash_message=true",
+    ))
+    .await;
+    assert_eq!(status, 200, "{r}");
+    let q = r["data"].as_str().unwrap().to_owned();
+    let (_, one) = send(rest(Method::GET, &format!("/sms/{q}"))).await;
+    assert_eq!(one["data"]["options"]["flash_message"], true);
+    assert_eq!(one["data"]["text"], "Query send");
+    let (status, list) = send(rest(
+        Method::GET,
+        "/sms?type=OUT&from=2025-06-01%2000:00:00&to=2025-06-02%2000:00:00",
+    ))
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(list["data"].as_array().unwrap().len(), 3);
+    let (status, e) = send(rest(Method::GET, "/sms/ZZZZZZZZ")).await;
+    assert_eq!(status, 404);
+    assert_eq!(
+        e,
+        json!({"status": "error", "data": {"code": 404, "message": "SMS not found"}})
+    );
+    let (status, e) = send(rest(Method::POST, "/sms").json(&json!({"to": "+33612345678"}))).await;
+    assert_eq!(status, 400);
+    assert_eq!(e["status"], "error");
+    assert_eq!(e["data"]["code"], 400);
+    let (status, e) = send(
+        app.anon(Method::GET, "/rest/v1.1/sms/ZZZZZZZZ")
+            .basic_auth(&acct.login, Some("wrong")),
+    )
+    .await;
+    assert_eq!(status, 401);
+    assert_eq!(e["status"], "error");
+    let (status, _) = send(
+        app.anon(Method::GET, &format!("/rest/v1.1/sms/{q}"))
+            .header("authorization", format!("Api-Key {}", acct.api_key)),
+    )
+    .await;
+    assert_eq!(status, 200, "Api-Key works on REST v1.1");
+}

@@ -8,3 +8,5 @@ mod auth;
 mod conventions;
 mod jsonrpc;
 mod numbers;
+mod sdk;
+mod sms;

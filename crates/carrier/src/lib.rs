@@ -1,0 +1,68 @@
+//! The carrier boundary: how dialtone hands SMS to a network and learns what became of them.
+//!
+//! A network implements [`Carrier`]. The simulated network ([`Simulated`]) is the embedded
+//! default: it needs no connection and decides every outcome from the destination number,
+//! so developers get realistic, repeatable status progressions on a laptop. This crate owns
+//! the protocol side only; storing statuses and emitting events is the server's job.
+
+mod simulated;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use dialtone_domain::sms::{Encoding, SmsStatus};
+
+pub use simulated::{CallOutcome, Simulated};
+
+/// An SMS as handed to a network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboundSms {
+    /// The platform's sid, for correlation.
+    pub sid: String,
+    /// Sender: E.164 number or alphanumeric.
+    pub from: String,
+    /// Destination, E.164.
+    pub to: String,
+    /// The text, split into parts.
+    pub parts: Vec<String>,
+    /// How the parts are encoded.
+    pub encoding: Encoding,
+    /// Flash SMS (class 0).
+    pub flash: bool,
+}
+
+/// The network took the SMS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Accepted {
+    /// The network's ids, one per part, to match delivery receipts.
+    pub message_ids: Vec<String>,
+}
+
+/// The network refused the SMS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejected {
+    /// Retrying will not help (the SMS ends in `error`); otherwise it is retried later.
+    pub permanent: bool,
+    /// What the network said.
+    pub reason: String,
+}
+
+/// A boxed future, so carriers can be held as trait objects.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A network that carries SMS.
+pub trait Carrier: Send + Sync + 'static {
+    /// Stable name of this carrier (stored with each SMS it carries).
+    fn name(&self) -> &str;
+
+    /// Hands an SMS to the network (the status becomes `pending` when accepted).
+    fn submit<'a>(&'a self, sms: &'a OutboundSms) -> BoxFuture<'a, Result<Accepted, Rejected>>;
+
+    /// For networks whose progression is known in advance (the simulator): the status that
+    /// follows `current` for an SMS to `to`, and how many milliseconds later. Real networks
+    /// answer None: their statuses arrive as delivery receipts.
+    fn next_status(&self, to: &str, current: SmsStatus) -> Option<(SmsStatus, i64)> {
+        let _ = (to, current);
+        None
+    }
+}

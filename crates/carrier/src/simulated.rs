@@ -1,0 +1,184 @@
+//! The simulated carrier network. Destinations in the fictional range `+447700900000` to
+//! `+447700900999` pick their fate by their last three digits; every other number delivers.
+//!
+//! | last digits | SMS | call |
+//! |---|---|---|
+//! | 001 | failed (rejected by the carrier) | |
+//! | 002 | expired | |
+//! | 003 | error (refused at submission) | |
+//! | 004 | stays remote-queued | |
+//! | 005 | delivered after 30 s | |
+//! | 100 | | busy |
+//! | 101 | | no answer |
+//! | 102 | | failed |
+//! | others | delivered, one step per `step_ms` | answered after 1 s |
+
+use dialtone_domain::sms::SmsStatus;
+
+use crate::{Accepted, BoxFuture, Carrier, OutboundSms, Rejected};
+
+const MAGIC_PREFIX: &str = "+447700900";
+
+/// The simulated network.
+#[derive(Debug, Clone)]
+pub struct Simulated {
+    step_ms: i64,
+}
+
+/// How a simulated call attempt ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallOutcome {
+    /// Answered after this many milliseconds.
+    Answered(i64),
+    /// The line is busy.
+    Busy,
+    /// Nobody answers.
+    NoAnswer,
+    /// The call fails.
+    Failed,
+}
+
+fn magic(to: &str) -> Option<&str> {
+    to.strip_prefix(MAGIC_PREFIX).filter(|rest| rest.len() == 3)
+}
+
+impl Simulated {
+    /// A network moving SMS one status every `step_ms` milliseconds.
+    pub fn new(step_ms: i64) -> Self {
+        Self {
+            step_ms: step_ms.max(1),
+        }
+    }
+
+    /// Milliseconds between two statuses.
+    pub fn step_ms(&self) -> i64 {
+        self.step_ms
+    }
+
+    /// How a call to `to` goes.
+    pub fn call_outcome(&self, to: &str) -> CallOutcome {
+        match magic(to) {
+            Some("100") => CallOutcome::Busy,
+            Some("101") => CallOutcome::NoAnswer,
+            Some("102") => CallOutcome::Failed,
+            _ => CallOutcome::Answered(1000),
+        }
+    }
+}
+
+impl Carrier for Simulated {
+    fn name(&self) -> &str {
+        "simulated"
+    }
+
+    fn submit<'a>(&'a self, sms: &'a OutboundSms) -> BoxFuture<'a, Result<Accepted, Rejected>> {
+        let outcome = if magic(&sms.to) == Some("003") {
+            Err(Rejected {
+                permanent: true,
+                reason: "simulated: destination refused the message".to_owned(),
+            })
+        } else {
+            Ok(Accepted {
+                message_ids: (0..sms.parts.len())
+                    .map(|i| format!("{}-{}", sms.sid, i + 1))
+                    .collect(),
+            })
+        };
+        Box::pin(std::future::ready(outcome))
+    }
+
+    fn next_status(&self, to: &str, current: SmsStatus) -> Option<(SmsStatus, i64)> {
+        let step = self.step_ms;
+        let digits = magic(to);
+        match (current, digits) {
+            (SmsStatus::Pending, _) => Some((SmsStatus::Sent, step)),
+            (SmsStatus::Sent, Some("001")) => Some((SmsStatus::Failed, step)),
+            (SmsStatus::Sent, _) => Some((SmsStatus::RemoteQueued, step)),
+            (SmsStatus::RemoteQueued, Some("002")) => Some((SmsStatus::Expired, step)),
+            (SmsStatus::RemoteQueued, Some("004")) => None,
+            // Delivered 30 s after submission: two steps have passed since.
+            (SmsStatus::RemoteQueued, Some("005")) => {
+                Some((SmsStatus::Delivered, (30_000 - 2 * step).max(step)))
+            }
+            (SmsStatus::RemoteQueued, _) => Some((SmsStatus::Delivered, step)),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn path(sim: &Simulated, to: &str) -> Vec<(SmsStatus, i64)> {
+        let mut out = Vec::new();
+        let mut status = SmsStatus::Pending;
+        while let Some((next, after)) = sim.next_status(to, status) {
+            out.push((next, after));
+            status = next;
+        }
+        out
+    }
+
+    #[test]
+    fn magic_destinations() {
+        use SmsStatus::*;
+        let sim = Simulated::new(200);
+        assert_eq!(
+            path(&sim, "+33612345678"),
+            [(Sent, 200), (RemoteQueued, 200), (Delivered, 200)]
+        );
+        assert_eq!(path(&sim, "+447700900001"), [(Sent, 200), (Failed, 200)]);
+        assert_eq!(
+            path(&sim, "+447700900002"),
+            [(Sent, 200), (RemoteQueued, 200), (Expired, 200)]
+        );
+        assert_eq!(
+            path(&sim, "+447700900004"),
+            [(Sent, 200), (RemoteQueued, 200)]
+        );
+        assert_eq!(
+            path(&sim, "+447700900005"),
+            [(Sent, 200), (RemoteQueued, 200), (Delivered, 29_600)]
+        );
+        assert_eq!(sim.call_outcome("+447700900100"), CallOutcome::Busy);
+        assert_eq!(sim.call_outcome("+447700900101"), CallOutcome::NoAnswer);
+        assert_eq!(sim.call_outcome("+447700900102"), CallOutcome::Failed);
+        assert_eq!(
+            sim.call_outcome("+447700900103"),
+            CallOutcome::Answered(1000)
+        );
+    }
+
+    #[test]
+    fn error_destination_is_refused_at_submission() {
+        let sim = Simulated::new(200);
+        let sms = |to: &str| OutboundSms {
+            sid: "abcdefgh".into(),
+            from: "SMS".into(),
+            to: to.into(),
+            parts: vec!["a".into(), "b".into()],
+            encoding: dialtone_domain::sms::Encoding::Gsm,
+            flash: false,
+        };
+        let run = |s: OutboundSms| {
+            let fut = sim.submit(&s);
+            poll_ready(fut)
+        };
+        assert!(run(sms("+447700900003")).unwrap_err().permanent);
+        assert_eq!(
+            run(sms("+447700900999")).unwrap().message_ids,
+            ["abcdefgh-1", "abcdefgh-2"]
+        );
+    }
+
+    fn poll_ready<T>(fut: BoxFuture<'_, T>) -> T {
+        use std::task::{Context, Poll, Waker};
+        let mut fut = fut;
+        let mut cx = Context::from_waker(Waker::noop());
+        match fut.as_mut().poll(&mut cx) {
+            Poll::Ready(v) => v,
+            Poll::Pending => panic!("the simulator answers at once"),
+        }
+    }
+}

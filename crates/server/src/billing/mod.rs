@@ -1,0 +1,3 @@
+//! Billing: the rate table, prices per destination.
+
+pub mod rates;

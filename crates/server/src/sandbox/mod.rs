@@ -1,0 +1,17 @@
+//! `/sandbox`: controls of the simulated network, with the same credentials as v2.0, acting
+//! on the caller's account. Mounted only when the simulated network is in use.
+
+mod sms;
+
+use axum::Router;
+use axum::routing::get;
+
+use crate::state::AppState;
+
+/// The sandbox routes.
+pub fn router() -> Router<AppState> {
+    Router::new().route(
+        "/sandbox/sms",
+        get(sms::left_the_platform).post(sms::inbound),
+    )
+}

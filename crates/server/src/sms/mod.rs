@@ -1,0 +1,205 @@
+//! SMS as use cases shared by every interface (v2.0, JSON-RPC, SMS REST v1.1, scenarios):
+//! send, receive, and the events they cause, each in one transaction.
+
+pub mod legacy;
+pub mod progress;
+
+use dialtone_domain::account::AccountStatus;
+use dialtone_domain::sms::{
+    ALWAYS_ALLOWED_SENDER, Direction, Encoding, Sender, SmsStatus, TextError, TrafficType, layout,
+};
+use dialtone_domain::{E164, Money, Timestamp};
+use dialtone_store::accounts::Account;
+use dialtone_store::numbers::owned;
+use dialtone_store::sms::{self as store, NewSms, Sms};
+use dialtone_store::{Conn, DbError, billing, events, rates};
+
+use crate::http::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+/// An SMS to send, as validated by an interface.
+#[derive(Debug, Clone)]
+pub struct Outgoing {
+    /// Destination.
+    pub to: E164,
+    /// Sender as asked.
+    pub from: Sender,
+    /// Text.
+    pub body: String,
+    /// Forced encoding, if any.
+    pub encoding: Option<Encoding>,
+    /// Traffic type.
+    pub traffic_type: TrafficType,
+    /// Customer data.
+    pub user_data: Option<String>,
+    /// Flash SMS.
+    pub flash: bool,
+    /// Per-SMS webhook endpoint.
+    pub webhook_url: Option<String>,
+    /// Replace `%STOPNUM%` for custom senders (SMS REST v1.1).
+    pub replace_stopnum: bool,
+}
+
+/// Maps a text problem to the v2.0 error naming `body` (or `encoding`).
+pub fn text_error(e: &TextError) -> ApiError {
+    match e {
+        TextError::NotGsm(_) => ApiError::invalid("encoding", e.to_string()),
+        _ => ApiError::invalid("body", e.to_string()),
+    }
+}
+
+/// Sends an SMS for the account: checks the sender, debits every part at the destination's
+/// rate, stores it as `created`; the worker hands it to the carrier.
+pub async fn send(state: &AppState, account: &Account, out: Outgoing) -> ApiResult<Sms> {
+    if account.status == AccountStatus::Suspended {
+        return Err(ApiError::forbidden(
+            "account_suspended",
+            "the account is suspended: sending is refused",
+        ));
+    }
+    let mut body = out.body.clone();
+    if out.replace_stopnum && matches!(out.from, Sender::Alphanumeric(_)) {
+        body = body.replace("%STOPNUM%", &state.config.stop_number);
+    }
+    let text = layout(&body, out.encoding).map_err(|e| text_error(&e))?;
+    let (now, account_id, parent_id) = (state.clock.now(), account.id, account.parent_id);
+    let shared_sender = state.config.shared_sender.clone();
+    let carrier = state.carrier.name().to_owned();
+    let sms = state
+        .store
+        .write(move |c| {
+            let from =
+                resolve_sender(c, account_id, parent_id, &out.from, &out.to, &shared_sender)?;
+            let rate = rates::lookup(c, out.to.as_str())?
+                .ok_or_else(|| ApiError::invalid("to", "no route to this destination"))?;
+            let parts = text.parts.len() as i64;
+            let price = rate
+                .sms_price
+                .checked_mul(parts)
+                .ok_or_else(|| ApiError::internal("price overflow"))?;
+            let new = NewSms {
+                account_id,
+                direction: Direction::Outbound.as_str(),
+                from,
+                to: out.to.as_str().to_owned(),
+                body,
+                encoding: text.encoding.as_str(),
+                parts,
+                traffic_type: Some(out.traffic_type.as_str()),
+                status: SmsStatus::Created.as_str(),
+                user_data: out.user_data,
+                flash: out.flash,
+                webhook_url: out.webhook_url,
+                billing_debit: price,
+                carrier,
+                next_at: Some(now),
+                delivered_at: None,
+            };
+            let sms = store::insert(c, &new, now)?;
+            if price > Money::ZERO
+                && let billing::Spend::Insufficient { balance } =
+                    billing::debit(c, account_id, price, "sms", sms.sid.as_str(), now)?
+            {
+                return Err(ApiError::forbidden(
+                    "insufficient_credit",
+                    format!("this SMS costs {price} cents; the credit is {balance} cents"),
+                ));
+            }
+            Ok(sms)
+        })
+        .await?;
+    state.wake.notify_one();
+    Ok(sms)
+}
+
+fn resolve_sender(
+    c: &mut dyn Conn,
+    account_id: i64,
+    parent_id: Option<i64>,
+    from: &Sender,
+    to: &E164,
+    shared: &str,
+) -> ApiResult<String> {
+    match from {
+        Sender::Auto => {
+            let country = to.country().unwrap_or_default();
+            Ok(store::number_in_country(c, account_id, &country)?
+                .unwrap_or_else(|| shared.to_owned()))
+        }
+        Sender::Number(n) => {
+            if owned::get(c, account_id, n.as_str())?.is_some() {
+                Ok(n.as_str().to_owned())
+            } else {
+                Err(ApiError::forbidden(
+                    "sender_not_approved",
+                    format!("{n} is not one of the account's numbers"),
+                ))
+            }
+        }
+        Sender::Alphanumeric(name) => {
+            if name == ALWAYS_ALLOWED_SENDER
+                || store::sender_approved(c, account_id, parent_id, name)?
+            {
+                Ok(name.clone())
+            } else {
+                Err(ApiError::forbidden(
+                    "sender_not_approved",
+                    format!("the sender {name:?} needs the operator's approval"),
+                ))
+            }
+        }
+    }
+}
+
+/// Emits the event of an SMS's current state: `sms.mo` for inbound, `sms.mt.status_update`
+/// for outbound.
+pub fn emit_event(
+    c: &mut dyn Conn,
+    sms: &Sms,
+    billing_mode: &str,
+    now: Timestamp,
+) -> Result<(), DbError> {
+    let history = store::history(c, sms.id)?;
+    let data = legacy::sms_object(sms, &history, billing_mode);
+    let kind = if sms.direction == Direction::Inbound.as_str() {
+        "sms.mo"
+    } else {
+        "sms.mt.status_update"
+    };
+    events::emit(c, sms.account_id, kind, &data.to_string(), now)?;
+    Ok(())
+}
+
+/// Records an inbound SMS for the owner of `to` (within the caller's transaction) and emits
+/// `sms.mo`. Returns the stored SMS.
+pub fn receive(
+    c: &mut dyn Conn,
+    owner: &Account,
+    from: &str,
+    to: &str,
+    body: &str,
+    now: Timestamp,
+) -> ApiResult<Sms> {
+    let text = layout(body, None).map_err(|e| text_error(&e))?;
+    let new = NewSms {
+        account_id: owner.id,
+        direction: Direction::Inbound.as_str(),
+        from: from.to_owned(),
+        to: to.to_owned(),
+        body: body.to_owned(),
+        encoding: text.encoding.as_str(),
+        parts: text.parts.len() as i64,
+        traffic_type: None,
+        status: SmsStatus::Received.as_str(),
+        user_data: None,
+        flash: false,
+        webhook_url: None,
+        billing_debit: Money::ZERO,
+        carrier: "platform".to_owned(),
+        next_at: None,
+        delivered_at: Some(now),
+    };
+    let sms = store::insert(c, &new, now)?;
+    emit_event(c, &sms, owner.billing_mode.as_str(), now)?;
+    Ok(sms)
+}

@@ -1,0 +1,191 @@
+//! The SMS worker: hands `created` SMS to the carrier and applies the status moves that are
+//! due, each with its history row and its event, in batches.
+//!
+//! A `created` SMS is leased before it is submitted (its `next_at` moves 30 s ahead), so a
+//! second node skips it, and a node that dies mid-submission loses nothing: the lease ends
+//! and another node submits it (delivery to the carrier is at least once).
+
+use std::collections::HashMap;
+
+use dialtone_carrier::OutboundSms;
+use dialtone_domain::Timestamp;
+use dialtone_domain::sms::{Encoding, SmsStatus, layout};
+use dialtone_store::accounts;
+use dialtone_store::numbers::owned;
+use dialtone_store::sms::{self as store, Sms};
+use dialtone_store::{Conn, billing};
+
+use crate::http::error::ApiError;
+use crate::state::AppState;
+
+/// Most SMS handled per transaction.
+const BATCH: i64 = 500;
+/// How long a submission may take before another node retries it.
+const LEASE_MS: i64 = 30_000;
+/// Wait before retrying a submission the carrier refused for now.
+const RETRY_MS: i64 = 10_000;
+
+/// Billing modes of the accounts seen in one batch (for the events' `b_customer_mode`).
+#[derive(Default)]
+struct Modes(HashMap<i64, String>);
+
+impl Modes {
+    fn of(&mut self, c: &mut dyn Conn, account_id: i64) -> Result<String, ApiError> {
+        if let Some(m) = self.0.get(&account_id) {
+            return Ok(m.clone());
+        }
+        let mode = accounts::by_id(c, account_id)?.map_or_else(
+            || "prepaid".to_owned(),
+            |a| a.billing_mode.as_str().to_owned(),
+        );
+        self.0.insert(account_id, mode.clone());
+        Ok(mode)
+    }
+}
+
+/// Moves `sms` to `next`, schedules what follows, emits the event; on delivery to a number of
+/// this platform, the owner receives it as an inbound SMS.
+fn apply(
+    c: &mut dyn Conn,
+    state: &AppState,
+    modes: &mut Modes,
+    sms: &Sms,
+    next: SmsStatus,
+    error: &str,
+    now: Timestamp,
+) -> Result<(), ApiError> {
+    let following = state
+        .carrier
+        .next_status(&sms.to, next)
+        .map(|(_, after)| now.plus_ms(after));
+    store::set_status(c, sms, next.as_str(), error, following, now)?;
+    let mut moved = sms.clone();
+    moved.status = next.as_str().to_owned();
+    moved.status_error = error.to_owned();
+    moved.updated = now;
+    if next == SmsStatus::Sent {
+        moved.sent_at = moved.sent_at.or(Some(now));
+    }
+    if next == SmsStatus::Delivered {
+        moved.delivered_at = moved.delivered_at.or(Some(now));
+    }
+    let mode = modes.of(c, sms.account_id)?;
+    super::emit_event(c, &moved, &mode, now)?;
+    if next == SmsStatus::Delivered
+        && let Some(number) = owned::by_e164(c, &sms.to)?
+        && let Some(owner_id) = number.account_id
+        && let Some(owner) = accounts::by_id(c, owner_id)?
+    {
+        super::receive(c, &owner, &sms.from, &sms.to, &sms.body, now)?;
+    }
+    Ok(())
+}
+
+/// Handles the SMS work that is due; returns how many SMS moved or were submitted.
+pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
+    let now = state.clock.now();
+    let st = state.clone();
+    let (to_submit, moved) = state
+        .store
+        .write(move |c| {
+            let mut modes = Modes::default();
+            let mut submit = Vec::new();
+            let mut moved = 0;
+            for sms in store::due(c, now, BATCH)? {
+                let current = SmsStatus::parse(&sms.status).unwrap_or(SmsStatus::Created);
+                if current == SmsStatus::Created {
+                    c.execute(
+                        "UPDATE sms SET next_at = $1 WHERE id = $2",
+                        dialtone_store::params![now.plus_ms(LEASE_MS), sms.id],
+                    )?;
+                    submit.push(sms);
+                    continue;
+                }
+                match st.carrier.next_status(&sms.to, current) {
+                    Some((next, _)) if current.may_become(next) => {
+                        apply(c, &st, &mut modes, &sms, next, "", now)?
+                    }
+                    _ => {
+                        c.execute(
+                            "UPDATE sms SET next_at = NULL WHERE id = $1",
+                            dialtone_store::params![sms.id],
+                        )?;
+                    }
+                }
+                moved += 1;
+            }
+            Ok::<_, ApiError>((submit, moved))
+        })
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    if to_submit.is_empty() {
+        return Ok(moved);
+    }
+    let mut outcomes = Vec::with_capacity(to_submit.len());
+    for sms in to_submit {
+        let encoding = Encoding::parse(&sms.encoding).unwrap_or(Encoding::Unicode);
+        let parts = layout(&sms.body, Some(encoding))
+            .map(|l| l.parts)
+            .unwrap_or_else(|_| vec![sms.body.clone()]);
+        let outbound = OutboundSms {
+            sid: sms.sid.to_string(),
+            from: sms.from.clone(),
+            to: sms.to.clone(),
+            parts,
+            encoding,
+            flash: sms.flash,
+        };
+        let outcome = state.carrier.submit(&outbound).await;
+        outcomes.push((sms, outcome));
+    }
+    let submitted = outcomes.len();
+    let st = state.clone();
+    let now = state.clock.now();
+    state
+        .store
+        .write(move |c| {
+            let mut modes = Modes::default();
+            for (sms, outcome) in outcomes {
+                match outcome {
+                    Ok(accepted) => {
+                        c.execute(
+                            "UPDATE sms SET message_ids = $1 WHERE id = $2",
+                            dialtone_store::params![accepted.message_ids.join(","), sms.id],
+                        )?;
+                        apply(c, &st, &mut modes, &sms, SmsStatus::Pending, "", now)?;
+                    }
+                    Err(rejected) if rejected.permanent => {
+                        apply(
+                            c,
+                            &st,
+                            &mut modes,
+                            &sms,
+                            SmsStatus::Error,
+                            &rejected.reason,
+                            now,
+                        )?;
+                        if sms.billing_debit > dialtone_domain::Money::ZERO {
+                            billing::credit(
+                                c,
+                                sms.account_id,
+                                sms.billing_debit,
+                                "refund",
+                                sms.sid.as_str(),
+                                now,
+                            )?;
+                        }
+                    }
+                    Err(_) => {
+                        c.execute(
+                            "UPDATE sms SET next_at = $1 WHERE id = $2",
+                            dialtone_store::params![now.plus_ms(RETRY_MS), sms.id],
+                        )?;
+                    }
+                }
+            }
+            Ok::<_, ApiError>(())
+        })
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(moved + submitted)
+}

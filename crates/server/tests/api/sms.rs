@@ -1,0 +1,580 @@
+//! SMS on v2.0, the simulated network's progression, inbound SMS and the sandbox.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::both_backends;
+use crate::helpers::{TestAccount, TestApp, assert_error, send};
+
+both_backends!(
+    an_sms_progresses_to_delivered_with_events,
+    magic_destinations_pick_their_fate,
+    bad_sends_are_refused_and_change_nothing,
+    senders_need_approval_or_ownership,
+    sends_need_credit,
+    search_filters_and_required_parameters,
+    inbound_sms_from_the_sandbox,
+    sms_to_a_platform_number_arrives_inbound,
+    multipart_and_unicode_are_billed_per_part,
+);
+
+pub async fn send_sms(
+    app: &TestApp,
+    acct: &TestAccount,
+    query: &str,
+    body: Value,
+) -> (reqwest::StatusCode, Value) {
+    send(
+        app.req(acct, Method::POST, &format!("/v2.0/sms?{query}"))
+            .json(&body),
+    )
+    .await
+}
+
+async fn credit(app: &TestApp, acct: &TestAccount) -> String {
+    let (_, c) = send(app.req(acct, Method::GET, "/v2.0/billing/credit")).await;
+    c["amount"].as_str().unwrap().to_owned()
+}
+
+async fn fetch(app: &TestApp, acct: &TestAccount, sid: &str) -> Value {
+    let (status, sms) = send(app.req(acct, Method::GET, &format!("/v2.0/sms/{sid}"))).await;
+    assert_eq!(status, 200, "{sms}");
+    sms
+}
+
+/// Moves the clock one step at a time and runs the workers, until nothing is due for `steps`.
+async fn run_steps(app: &TestApp, steps: usize) {
+    for _ in 0..steps {
+        app.tick().await;
+        app.clock.advance_ms(200);
+    }
+    app.tick().await;
+}
+
+async fn buy(app: &TestApp, acct: &TestAccount, query: &str) -> String {
+    let (_, r) = send(app.req(acct, Method::POST, &format!("/v2.0/numbers/store?{query}"))).await;
+    let (status, bought) = send(app.req(
+        acct,
+        Method::POST,
+        &format!("/v2.0/numbers/store/{}", r["token"].as_str().unwrap()),
+    ))
+    .await;
+    assert_eq!(status, 200, "{bought}");
+    bought["numbers"][0]["e164"].as_str().unwrap().to_owned()
+}
+
+async fn an_sms_progresses_to_delivered_with_events(app: TestApp) {
+    let acct = app.account().await;
+    let (status, sms) = send_sms(
+        &app,
+        &acct,
+        "to=%2B33612345678",
+        json!({"body": "Hello", "userData": "order-42"}),
+    )
+    .await;
+    assert_eq!(status, 202, "{sms}");
+    let sid = sms["sid"].as_str().unwrap().to_owned();
+    assert_eq!(sms["status"], "created");
+    assert_eq!(sms["direction"], "outbound");
+    assert_eq!(
+        sms["from"], "+447700900000",
+        "the shared sender when the account has no FR number"
+    );
+    assert_eq!(sms["encoding"], "gsm");
+    assert_eq!(sms["parts"], 1);
+    assert_eq!(sms["trafficType"], "marketing");
+    assert_eq!(sms["billingDebit"], "5.50");
+    assert_eq!(sms["userData"], "order-42");
+    assert_eq!(sms["created"], "2025-06-01T12:00:00.000Z");
+    assert_eq!(credit(&app, &acct).await, "99994.50");
+    let mut seen = Vec::new();
+    for want in ["pending", "sent", "remote-queued", "delivered"] {
+        app.tick().await;
+        let s = fetch(&app, &acct, &sid).await;
+        assert_eq!(s["status"], want);
+        seen.push(s);
+        app.clock.advance_ms(200);
+    }
+    assert_eq!(app.tick().await, 0, "nothing more to do");
+    let last = seen.last().unwrap();
+    assert_eq!(last["sentAt"], "2025-06-01T12:00:00.200Z");
+    assert_eq!(last["deliveredAt"], "2025-06-01T12:00:00.600Z");
+    let events = app.events(&acct.sid, "sms.mt.status_update").await;
+    let statuses: Vec<&str> = events
+        .iter()
+        .map(|e| e["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["PENDING", "SENT", "REMOTE_QUEUED", "DELIVERED"]);
+    let last = events.last().unwrap();
+    assert_eq!(last["hash"], sid.to_uppercase());
+    assert_eq!(last["type"], "OUT");
+    assert_eq!(last["b_customer_debit"], "5.50");
+    assert_eq!(last["b_customer_mode"], "PREPAID");
+    assert_eq!(last["user_data"], "order-42");
+    assert_eq!(last["date_sent"], "2025-06-01 12:00:00");
+    let history: Vec<(String, String)> = last["status_history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["old_status"].as_str().unwrap().to_owned(),
+                h["new_status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        history,
+        [
+            ("CREATED", "PENDING"),
+            ("PENDING", "SENT"),
+            ("SENT", "REMOTE_QUEUED"),
+            ("REMOTE_QUEUED", "DELIVERED")
+        ]
+        .map(|(a, b)| (a.to_owned(), b.to_owned()))
+    );
+    assert_eq!(
+        last["status_history"][3]["updated_at"],
+        "2025-06-01 12:00:00.600"
+    );
+    // The sandbox shows what left the platform.
+    let (_, left) = send(app.req(&acct, Method::GET, "/sandbox/sms")).await;
+    assert_eq!(left.as_array().unwrap().len(), 1, "{left}");
+    assert_eq!(left[0]["to"], "+33612345678");
+}
+
+async fn magic_destinations_pick_their_fate(app: TestApp) {
+    let acct = app.account().await;
+    let mut sids = Vec::new();
+    for digits in ["001", "002", "003", "004", "005", "999"] {
+        let (status, sms) = send_sms(
+            &app,
+            &acct,
+            &format!("to=%2B447700900{digits}"),
+            json!({"body": "x"}),
+        )
+        .await;
+        assert_eq!(status, 202, "{sms}");
+        sids.push(sms["sid"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(credit(&app, &acct).await, "99973.00", "6 x 4.50");
+    run_steps(&app, 6).await;
+    let mut got = Vec::new();
+    for sid in &sids {
+        got.push(
+            fetch(&app, &acct, sid).await["status"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    assert_eq!(
+        got,
+        [
+            "failed",
+            "expired",
+            "error",
+            "remote-queued",
+            "remote-queued",
+            "delivered"
+        ]
+    );
+    let error = fetch(&app, &acct, &sids[2]).await;
+    assert!(!error["statusError"].as_str().unwrap().is_empty());
+    assert_eq!(
+        credit(&app, &acct).await,
+        "99977.50",
+        "the error SMS was refunded"
+    );
+    // 005 delivers 30 s after submission; 004 never moves.
+    app.clock.advance_ms(28_000);
+    app.tick().await;
+    assert_eq!(
+        fetch(&app, &acct, &sids[4]).await["status"],
+        "remote-queued"
+    );
+    app.clock.advance_ms(1_000);
+    app.tick().await;
+    assert_eq!(fetch(&app, &acct, &sids[4]).await["status"], "delivered");
+    app.clock.advance_ms(3_600_000);
+    app.tick().await;
+    assert_eq!(
+        fetch(&app, &acct, &sids[3]).await["status"],
+        "remote-queued"
+    );
+}
+
+async fn bad_sends_are_refused_and_change_nothing(app: TestApp) {
+    let acct = app.account().await;
+    let ok = json!({"body": "hi"});
+    let cases: Vec<(&str, Value, &str)> = vec![
+        ("", ok.clone(), "to"),
+        ("to=0612345678", ok.clone(), "to"),
+        ("to=%2B999123456789", ok.clone(), "to"),
+        ("to=%2B33612345678&from=bad!", ok.clone(), "from"),
+        ("to=%2B33612345678&from=123456", ok.clone(), "from"),
+        ("to=%2B33612345678&from=TwelveLetter", ok.clone(), "from"),
+        ("to=%2B33612345678&encoding=utf8", ok.clone(), "encoding"),
+        (
+            "to=%2B33612345678&trafficType=spam",
+            ok.clone(),
+            "trafficType",
+        ),
+        (
+            "to=%2B33612345678&encoding=gsm",
+            json!({"body": "Привет"}),
+            "encoding",
+        ),
+        ("to=%2B33612345678", json!({"body": ""}), "body"),
+        ("to=%2B33612345678", json!({}), "body"),
+        (
+            "to=%2B33612345678",
+            json!({"body": "x", "colour": 1}),
+            "colour",
+        ),
+        (
+            "to=%2B33612345678",
+            json!({"body": "x", "userData": "u".repeat(256)}),
+            "userData",
+        ),
+        (
+            "to=%2B33612345678",
+            json!({"body": "x", "webhook": {"endpoint": "ftp://x"}}),
+            "webhook.endpoint",
+        ),
+        (
+            "to=%2B33612345678",
+            json!({"body": "x", "webhook": {"endpoint": "/relative"}}),
+            "webhook.endpoint",
+        ),
+        (
+            "to=%2B33612345678",
+            json!({"body": "x", "flash": "yes"}),
+            "flash",
+        ),
+        ("to=%2B33612345678&priority=1", ok.clone(), "priority"),
+    ];
+    for (q, body, param) in cases {
+        let (status, resp) = send_sms(&app, &acct, q, body.clone()).await;
+        assert_eq!(
+            assert_error(status, &resp, 400, "validation_error"),
+            [param],
+            "{q} {body}"
+        );
+    }
+    let (status, resp) = send(
+        app.req(&acct, Method::POST, "/v2.0/sms?to=%2B33612345678")
+            .header("content-type", "application/json")
+            .body("{"),
+    )
+    .await;
+    assert_error(status, &resp, 400, "invalid_json");
+    assert_eq!(credit(&app, &acct).await, "100000.00");
+    let (_, list) = send(app.req(&acct, Method::GET, "/v2.0/sms?direction=outbound&createdAfter=2000-01-01T00:00:00Z&createdBefore=2100-01-01T00:00:00Z")).await;
+    assert_eq!(list["total"], 0);
+}
+
+async fn senders_need_approval_or_ownership(app: TestApp) {
+    let acct = app.account().await;
+    let (status, sms) = send_sms(
+        &app,
+        &acct,
+        "to=%2B33612345678&from=SMS",
+        json!({"body": "x"}),
+    )
+    .await;
+    assert_eq!(status, 202);
+    assert_eq!(sms["from"], "SMS");
+    let (status, body) = send_sms(
+        &app,
+        &acct,
+        "to=%2B33612345678&from=ACME",
+        json!({"body": "x"}),
+    )
+    .await;
+    assert_error(status, &body, 403, "sender_not_approved");
+    let (status, _) = send(
+        app.admin(
+            Method::POST,
+            &format!("/admin/accounts/{}/senders", acct.sid),
+        )
+        .json(&json!({"sender": "ACME"})),
+    )
+    .await;
+    assert_eq!(status, 204);
+    let (status, sms) = send_sms(
+        &app,
+        &acct,
+        "to=%2B33612345678&from=ACME",
+        json!({"body": "x"}),
+    )
+    .await;
+    assert_eq!(status, 202);
+    assert_eq!(sms["from"], "ACME");
+    // A sub account may use its parent's approved senders.
+    let sub = app.sub_account(&acct, "10.00").await;
+    let (status, _) = send_sms(
+        &app,
+        &sub,
+        "to=%2B33612345678&from=ACME",
+        json!({"body": "x"}),
+    )
+    .await;
+    assert_eq!(status, 202);
+    let (status, body) = send_sms(
+        &app,
+        &acct,
+        "to=%2B33612345678&from=%2B447700900150",
+        json!({"body": "x"}),
+    )
+    .await;
+    assert_error(status, &body, 403, "sender_not_approved");
+    let mine = buy(&app, &acct, "country=GB&type=mobile").await;
+    let (status, sms) = send_sms(
+        &app,
+        &acct,
+        &format!("to=%2B33612345678&from={}", mine.replace('+', "%2B")),
+        json!({"body": "x"}),
+    )
+    .await;
+    assert_eq!(status, 202);
+    assert_eq!(sms["from"], mine.as_str());
+    let (_, sms) = send_sms(&app, &acct, "to=%2B447700900555", json!({"body": "x"})).await;
+    assert_eq!(
+        sms["from"],
+        mine.as_str(),
+        "an empty sender picks the account's number in the destination's country"
+    );
+}
+
+async fn sends_need_credit(app: TestApp) {
+    let poor = app
+        .account_with(json!({"name": "poor", "credit": "10.00"}))
+        .await;
+    let long = "a".repeat(400);
+    let (status, body) = send_sms(&app, &poor, "to=%2B33612345678", json!({"body": long})).await;
+    assert_error(status, &body, 403, "insufficient_credit");
+    assert_eq!(credit(&app, &poor).await, "10.00");
+    let (status, _) = send_sms(&app, &poor, "to=%2B33612345678", json!({"body": "short"})).await;
+    assert_eq!(status, 202);
+    assert_eq!(credit(&app, &poor).await, "4.50");
+    let (status, body) = send_sms(&app, &poor, "to=%2B33612345678", json!({"body": "again"})).await;
+    assert_error(status, &body, 403, "insufficient_credit");
+    let (_, list) = send(app.req(&poor, Method::GET, "/v2.0/sms?direction=outbound&createdAfter=2000-01-01T00:00:00Z&createdBefore=2100-01-01T00:00:00Z")).await;
+    assert_eq!(list["total"], 1);
+}
+
+async fn search_filters_and_required_parameters(app: TestApp) {
+    let acct = app.account().await;
+    for (to, body, traffic) in [
+        ("%2B33612345678", "hello world", "marketing"),
+        ("%2B33612345679", "Goodbye", "alerting"),
+        ("%2B33612345678", "50% off", "marketing"),
+    ] {
+        app.clock.advance_ms(1000);
+        let (status, _) = send_sms(
+            &app,
+            &acct,
+            &format!("to={to}&trafficType={traffic}"),
+            json!({"body": body}),
+        )
+        .await;
+        assert_eq!(status, 202);
+    }
+    let base = "/v2.0/sms?direction=outbound&createdAfter=2025-06-01T00:00:00Z&createdBefore=2025-06-02T00:00:00Z";
+    let total = |q: String| {
+        let app = &app;
+        let acct = &acct;
+        async move {
+            let (status, body) = send(app.req(acct, Method::GET, &format!("{base}{q}"))).await;
+            assert_eq!(status, 200, "{q}: {body}");
+            body
+        }
+    };
+    assert_eq!(total(String::new()).await["total"], 3);
+    assert_eq!(total("&to=%2B33612345678".into()).await["total"], 2);
+    assert_eq!(total("&contains=GOODBYE".into()).await["total"], 1);
+    assert_eq!(total("&contains=50%25".into()).await["total"], 1);
+    assert_eq!(total("&trafficType=alerting".into()).await["total"], 1);
+    assert_eq!(total("&status=created".into()).await["total"], 3);
+    assert_eq!(total("&status=delivered".into()).await["total"], 0);
+    assert_eq!(total("&from=%2B447700900000".into()).await["total"], 3);
+    let sorted = total("&sort=created&order=asc".into()).await;
+    assert_eq!(sorted["hits"][0]["body"], "hello world");
+    let (_, none) = send(app.req(&acct, Method::GET, "/v2.0/sms?direction=inbound&createdAfter=2025-06-01T00:00:00Z&createdBefore=2025-06-02T00:00:00Z")).await;
+    assert_eq!(none["total"], 0);
+    let (_, window) = send(app.req(&acct, Method::GET, "/v2.0/sms?direction=outbound&createdAfter=2025-06-01T12:00:01.500Z&createdBefore=2025-06-02T00:00:00Z")).await;
+    assert_eq!(window["total"], 2);
+    for (q, param) in [
+        (
+            "createdAfter=2025-06-01T00:00:00Z&createdBefore=2025-06-02T00:00:00Z",
+            "direction",
+        ),
+        (
+            "direction=outbound&createdBefore=2025-06-02T00:00:00Z",
+            "createdAfter",
+        ),
+        (
+            "direction=outbound&createdAfter=2025-06-01T00:00:00Z",
+            "createdBefore",
+        ),
+        (
+            "direction=sideways&createdAfter=2025-06-01T00:00:00Z&createdBefore=2025-06-02T00:00:00Z",
+            "direction",
+        ),
+        (
+            "direction=outbound&createdAfter=yesterday&createdBefore=2025-06-02T00:00:00Z",
+            "createdAfter",
+        ),
+        (
+            "direction=outbound&createdAfter=2025-06-01T00:00:00Z&createdBefore=2025-06-02T00:00:00Z&contains=",
+            "contains",
+        ),
+        (
+            "direction=outbound&createdAfter=2025-06-01T00:00:00Z&createdBefore=2025-06-02T00:00:00Z&status=lost",
+            "status",
+        ),
+        (
+            "direction=outbound&createdAfter=2025-06-01T00:00:00Z&createdBefore=2025-06-02T00:00:00Z&to=123",
+            "to",
+        ),
+        (
+            "direction=outbound&createdAfter=2025-06-01T00:00:00Z&createdBefore=2025-06-02T00:00:00Z&sort=size",
+            "sort",
+        ),
+    ] {
+        let (status, body) = send(app.req(&acct, Method::GET, &format!("/v2.0/sms?{q}"))).await;
+        assert_eq!(
+            assert_error(status, &body, 400, "validation_error"),
+            [param],
+            "{q}"
+        );
+    }
+    let long = "x".repeat(65);
+    let (status, body) =
+        send(app.req(&acct, Method::GET, &format!("{base}&contains={long}"))).await;
+    assert_eq!(
+        assert_error(status, &body, 400, "validation_error"),
+        ["contains"]
+    );
+    // Another account sees none of them.
+    let other = app.account().await;
+    let (_, list) = send(app.req(&other, Method::GET, base)).await;
+    assert_eq!(list["total"], 0);
+    let sid = total(String::new()).await["hits"][0]["sid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (status, body) = send(app.req(&other, Method::GET, &format!("/v2.0/sms/{sid}"))).await;
+    assert_error(status, &body, 404, "not_found");
+}
+
+async fn inbound_sms_from_the_sandbox(app: TestApp) {
+    let acct = app.account().await;
+    let number = buy(&app, &acct, "country=GB&type=mobile").await;
+    let (status, sms) = send(
+        app.req(&acct, Method::POST, "/sandbox/sms")
+            .json(&json!({"from": "+33612345678", "to": number, "body": "Hi there 😀"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{sms}");
+    assert_eq!(sms["direction"], "inbound");
+    assert_eq!(sms["status"], "received");
+    assert_eq!(sms["encoding"], "unicode");
+    assert_eq!(sms["billingDebit"], "0.00");
+    let mo = app.events(&acct.sid, "sms.mo").await;
+    assert_eq!(mo.len(), 1);
+    assert_eq!(mo[0]["type"], "IN");
+    assert_eq!(mo[0]["status"], "RECEIVED");
+    assert_eq!(mo[0]["text"], "Hi there 😀");
+    assert_eq!(mo[0]["from"], "+33612345678");
+    assert_eq!(mo[0]["date_received"], "2025-06-01 12:00:00");
+    let (_, list) = send(app.req(&acct, Method::GET, "/v2.0/sms?direction=inbound&createdAfter=2025-06-01T00:00:00Z&createdBefore=2025-06-02T00:00:00Z")).await;
+    assert_eq!(list["total"], 1);
+    let (status, body) = send(
+        app.req(&acct, Method::POST, "/sandbox/sms")
+            .json(&json!({"from": "+33612345678", "to": "+447700900555", "body": "x"})),
+    )
+    .await;
+    assert_error(status, &body, 404, "not_found");
+    let (status, body) = send(
+        app.req(&acct, Method::POST, "/sandbox/sms")
+            .json(&json!({"from": "+33612345678", "to": number, "body": ""})),
+    )
+    .await;
+    assert_eq!(
+        assert_error(status, &body, 400, "validation_error"),
+        ["body"]
+    );
+    let (status, body) = send(
+        app.anon(Method::POST, "/sandbox/sms")
+            .json(&json!({"from": "+33612345678", "to": number, "body": "x"})),
+    )
+    .await;
+    assert_error(status, &body, 401, "auth_error");
+}
+
+async fn sms_to_a_platform_number_arrives_inbound(app: TestApp) {
+    let alice = app.account().await;
+    let bob = app.account().await;
+    let bobs = buy(&app, &bob, "country=GB&type=mobile").await;
+    let (status, _) = send_sms(
+        &app,
+        &alice,
+        &format!("to={}", bobs.replace('+', "%2B")),
+        json!({"body": "Hello Bob"}),
+    )
+    .await;
+    assert_eq!(status, 202);
+    run_steps(&app, 4).await;
+    let mo = app.events(&bob.sid, "sms.mo").await;
+    assert_eq!(mo.len(), 1, "Bob received it");
+    assert_eq!(mo[0]["text"], "Hello Bob");
+    assert_eq!(mo[0]["to"], bobs.as_str());
+    assert!(app.events(&alice.sid, "sms.mo").await.is_empty());
+}
+
+async fn multipart_and_unicode_are_billed_per_part(app: TestApp) {
+    let acct = app.account().await;
+    let (_, sms) = send_sms(
+        &app,
+        &acct,
+        "to=%2B33612345678",
+        json!({"body": "a".repeat(161)}),
+    )
+    .await;
+    assert_eq!(
+        (sms["parts"].as_i64(), sms["billingDebit"].as_str()),
+        (Some(2), Some("11.00"))
+    );
+    let (_, sms) = send_sms(
+        &app,
+        &acct,
+        "to=%2B33612345678",
+        json!({"body": "ж".repeat(71)}),
+    )
+    .await;
+    assert_eq!(
+        (sms["encoding"].as_str(), sms["parts"].as_i64()),
+        (Some("unicode"), Some(2))
+    );
+    let (_, sms) = send_sms(
+        &app,
+        &acct,
+        "to=%2B33612345678&encoding=unicode",
+        json!({"body": "plain"}),
+    )
+    .await;
+    assert_eq!(sms["encoding"], "unicode");
+    let (_, sms) = send_sms(
+        &app,
+        &acct,
+        "to=%2B33612345678",
+        json!({"body": "€".repeat(81)}),
+    )
+    .await;
+    assert_eq!(
+        (sms["encoding"].as_str(), sms["parts"].as_i64()),
+        (Some("gsm"), Some(2))
+    );
+}

@@ -1,0 +1,92 @@
+//! The rate table: prices per destination prefix (the longest matching prefix wins).
+
+use dialtone_domain::Money;
+
+use crate::params;
+use crate::sql::{Conn, DbError, Row};
+
+/// The price of a destination prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rate {
+    /// E.164 prefix (`+` alone matches every number).
+    pub prefix: String,
+    /// Destination label, e.g. `FR-MOBILE`.
+    pub label: String,
+    /// ISO country (or `ZZ` for the catch-all).
+    pub country: String,
+    /// Line type.
+    pub number_type: String,
+    /// Price of one SMS part.
+    pub sms_price: Money,
+    /// Price of a started minute of call.
+    pub call_price_per_minute: Money,
+    /// Monthly price of a number.
+    pub number_monthly_price: Money,
+}
+
+const COLUMNS: &str =
+    "prefix, label, country, type, sms_price, call_price_per_minute, number_monthly_price";
+
+fn from_row(r: &Row) -> Result<Rate, DbError> {
+    Ok(Rate {
+        prefix: r.text(0)?,
+        label: r.text(1)?,
+        country: r.text(2)?,
+        number_type: r.text(3)?,
+        sms_price: r.money(4)?,
+        call_price_per_minute: r.money(5)?,
+        number_monthly_price: r.money(6)?,
+    })
+}
+
+/// Adds or replaces the rate of a prefix.
+pub fn upsert(conn: &mut dyn Conn, rate: &Rate) -> Result<(), DbError> {
+    conn.execute(
+        "INSERT INTO rates (prefix, label, country, type, sms_price, call_price_per_minute, number_monthly_price) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (prefix) DO UPDATE SET label = excluded.label, country = excluded.country, \
+         type = excluded.type, sms_price = excluded.sms_price, call_price_per_minute = excluded.call_price_per_minute, \
+         number_monthly_price = excluded.number_monthly_price",
+        params![&rate.prefix, &rate.label, &rate.country, &rate.number_type, rate.sms_price, rate.call_price_per_minute, rate.number_monthly_price],
+    )?;
+    Ok(())
+}
+
+/// Longest prefixes considered: `+` and up to 15 digits.
+const CANDIDATES: usize = 16;
+
+/// The rate of the longest prefix matching `e164`.
+pub fn lookup(conn: &mut dyn Conn, e164: &str) -> Result<Option<Rate>, DbError> {
+    // Every prefix of the number, padded to a fixed count so the statement is cached once.
+    let mut candidates: Vec<crate::Value> = (1..=e164.len().min(CANDIDATES))
+        .map(|n| e164[..n].into())
+        .collect();
+    while candidates.len() < CANDIDATES {
+        candidates.push("+".into());
+    }
+    let placeholders: Vec<String> = (1..=CANDIDATES).map(|i| format!("${i}")).collect();
+    let sql = format!(
+        "SELECT {COLUMNS} FROM rates WHERE prefix IN ({}) ORDER BY length(prefix) DESC LIMIT 1",
+        placeholders.join(", ")
+    );
+    conn.query_opt(&sql, &candidates)?
+        .map(|r| from_row(&r))
+        .transpose()
+}
+
+/// Every rate, by label then prefix.
+pub fn all(conn: &mut dyn Conn) -> Result<Vec<Rate>, DbError> {
+    conn.query(
+        &format!("SELECT {COLUMNS} FROM rates ORDER BY label, prefix"),
+        params![],
+    )?
+    .iter()
+    .map(from_row)
+    .collect()
+}
+
+/// True when no rate exists (first start).
+pub fn is_empty(conn: &mut dyn Conn) -> Result<bool, DbError> {
+    Ok(conn
+        .query_opt("SELECT 1 FROM rates LIMIT 1", params![])?
+        .is_none())
+}

@@ -1,0 +1,368 @@
+//! SMS, their status history, and approved alphanumeric senders.
+
+use dialtone_domain::{Money, Sid, Timestamp};
+
+use crate::params;
+use crate::search::{self, Paging};
+use crate::sql::{Conn, DbError, Dialect, Row, SqlBuilder};
+
+/// An SMS as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sms {
+    /// Internal key.
+    pub id: i64,
+    /// Public identifier.
+    pub sid: Sid,
+    /// Owner.
+    pub account_id: i64,
+    /// `outbound` or `inbound`.
+    pub direction: String,
+    /// Sender.
+    pub from: String,
+    /// Recipient.
+    pub to: String,
+    /// Text.
+    pub body: String,
+    /// `gsm` or `unicode`.
+    pub encoding: String,
+    /// Number of parts.
+    pub parts: i64,
+    /// `marketing` or `alerting` (outbound only).
+    pub traffic_type: Option<String>,
+    /// v2.0 status word.
+    pub status: String,
+    /// Why it failed, when it did.
+    pub status_error: String,
+    /// The customer's own data.
+    pub user_data: Option<String>,
+    /// Flash SMS.
+    pub flash: bool,
+    /// Per-SMS webhook endpoint.
+    pub webhook_url: Option<String>,
+    /// What it cost.
+    pub billing_debit: Money,
+    /// Which network carries it.
+    pub carrier: String,
+    /// When the worker should next act on it.
+    pub next_at: Option<Timestamp>,
+    /// Creation time.
+    pub created: Timestamp,
+    /// Last change.
+    pub updated: Timestamp,
+    /// When the carrier took it.
+    pub sent_at: Option<Timestamp>,
+    /// When it was delivered (or received, inbound).
+    pub delivered_at: Option<Timestamp>,
+}
+
+const COLUMNS: &str = "id, sid, account_id, direction, sender, recipient, body, encoding, parts, traffic_type, status, status_error, \
+     user_data, flash, webhook_url, billing_debit, carrier, next_at, created, updated, sent_at, delivered_at";
+
+fn from_row(r: &Row) -> Result<Sms, DbError> {
+    Ok(Sms {
+        id: r.int(0)?,
+        sid: Sid::from_stored(r.text(1)?),
+        account_id: r.int(2)?,
+        direction: r.text(3)?,
+        from: r.text(4)?,
+        to: r.text(5)?,
+        body: r.text(6)?,
+        encoding: r.text(7)?,
+        parts: r.int(8)?,
+        traffic_type: r.opt_text(9)?,
+        status: r.text(10)?,
+        status_error: r.text(11)?,
+        user_data: r.opt_text(12)?,
+        flash: r.bool(13)?,
+        webhook_url: r.opt_text(14)?,
+        billing_debit: r.money(15)?,
+        carrier: r.text(16)?,
+        next_at: r.opt_timestamp(17)?,
+        created: r.timestamp(18)?,
+        updated: r.timestamp(19)?,
+        sent_at: r.opt_timestamp(20)?,
+        delivered_at: r.opt_timestamp(21)?,
+    })
+}
+
+/// What it takes to store an SMS.
+#[derive(Debug, Clone)]
+pub struct NewSms {
+    /// Owner.
+    pub account_id: i64,
+    /// `outbound` or `inbound`.
+    pub direction: &'static str,
+    /// Sender.
+    pub from: String,
+    /// Recipient.
+    pub to: String,
+    /// Text.
+    pub body: String,
+    /// `gsm` or `unicode`.
+    pub encoding: &'static str,
+    /// Parts.
+    pub parts: i64,
+    /// Traffic type (outbound).
+    pub traffic_type: Option<&'static str>,
+    /// Initial status.
+    pub status: &'static str,
+    /// Customer data.
+    pub user_data: Option<String>,
+    /// Flash SMS.
+    pub flash: bool,
+    /// Per-SMS webhook.
+    pub webhook_url: Option<String>,
+    /// Cost.
+    pub billing_debit: Money,
+    /// Carrier name.
+    pub carrier: String,
+    /// When the worker should first act.
+    pub next_at: Option<Timestamp>,
+    /// When received (inbound).
+    pub delivered_at: Option<Timestamp>,
+}
+
+/// Stores a new SMS (with a fresh sid).
+pub fn insert(conn: &mut dyn Conn, new: &NewSms, now: Timestamp) -> Result<Sms, DbError> {
+    loop {
+        let sid = Sid::generate();
+        let row = conn.query_opt(
+            &format!(
+                "INSERT INTO sms (sid, account_id, direction, sender, recipient, body, encoding, parts, traffic_type, status, \
+                 user_data, flash, webhook_url, billing_debit, carrier, next_at, created, updated, delivered_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $17, $18) \
+                 ON CONFLICT (sid) DO NOTHING RETURNING {COLUMNS}"
+            ),
+            params![
+                &sid,
+                new.account_id,
+                new.direction,
+                &new.from,
+                &new.to,
+                &new.body,
+                new.encoding,
+                new.parts,
+                new.traffic_type,
+                new.status,
+                new.user_data.clone(),
+                new.flash,
+                new.webhook_url.clone(),
+                new.billing_debit,
+                &new.carrier,
+                new.next_at,
+                now,
+                new.delivered_at
+            ],
+        )?;
+        if let Some(r) = row {
+            return from_row(&r);
+        }
+    }
+}
+
+/// An SMS of the account.
+pub fn get(conn: &mut dyn Conn, account_id: i64, sid: &Sid) -> Result<Option<Sms>, DbError> {
+    conn.query_opt(
+        &format!("SELECT {COLUMNS} FROM sms WHERE account_id = $1 AND sid = $2"),
+        params![account_id, sid],
+    )?
+    .map(|r| from_row(&r))
+    .transpose()
+}
+
+/// One status move.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusChange {
+    /// Before.
+    pub old_status: String,
+    /// After.
+    pub new_status: String,
+    /// When.
+    pub at: Timestamp,
+}
+
+/// Every status move of an SMS, oldest first.
+pub fn history(conn: &mut dyn Conn, sms_id: i64) -> Result<Vec<StatusChange>, DbError> {
+    conn.query(
+        "SELECT old_status, new_status, at FROM sms_history WHERE sms_id = $1 ORDER BY id",
+        params![sms_id],
+    )?
+    .iter()
+    .map(|r| {
+        Ok(StatusChange {
+            old_status: r.text(0)?,
+            new_status: r.text(1)?,
+            at: r.timestamp(2)?,
+        })
+    })
+    .collect()
+}
+
+/// Moves an SMS to `status`, records the move, and sets when the worker acts next.
+pub fn set_status(
+    conn: &mut dyn Conn,
+    sms: &Sms,
+    status: &str,
+    error: &str,
+    next_at: Option<Timestamp>,
+    now: Timestamp,
+) -> Result<(), DbError> {
+    let sent = (status == "sent").then_some(now);
+    let delivered = (status == "delivered").then_some(now);
+    conn.execute(
+        "UPDATE sms SET status = $1, status_error = $2, next_at = $3, updated = $4, \
+         sent_at = COALESCE(sent_at, $5), delivered_at = COALESCE(delivered_at, $6) WHERE id = $7",
+        params![status, error, next_at, now, sent, delivered, sms.id],
+    )?;
+    conn.execute(
+        "INSERT INTO sms_history (sms_id, old_status, new_status, at) VALUES ($1, $2, $3, $4)",
+        params![sms.id, &sms.status, status, now],
+    )?;
+    Ok(())
+}
+
+/// Takes up to `limit` SMS whose next step is due (locked against other nodes until the
+/// transaction ends).
+pub fn due(conn: &mut dyn Conn, now: Timestamp, limit: i64) -> Result<Vec<Sms>, DbError> {
+    let lock = match conn.dialect() {
+        Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
+        Dialect::Sqlite => "",
+    };
+    conn.query(
+        &format!("SELECT {COLUMNS} FROM sms WHERE next_at IS NOT NULL AND next_at <= $1 ORDER BY next_at LIMIT $2{lock}"),
+        params![now, limit],
+    )?
+    .iter()
+    .map(from_row)
+    .collect()
+}
+
+/// Filters of an SMS search.
+#[derive(Debug, Clone, Default)]
+pub struct SmsFilter {
+    /// `outbound` or `inbound`.
+    pub direction: String,
+    /// Created at or after.
+    pub created_after: Option<Timestamp>,
+    /// Created at or before.
+    pub created_before: Option<Timestamp>,
+    /// Exact sender.
+    pub from: Option<String>,
+    /// Exact recipient.
+    pub to: Option<String>,
+    /// Text the body contains.
+    pub contains: Option<String>,
+    /// Traffic type word.
+    pub traffic_type: Option<String>,
+    /// Status word.
+    pub status: Option<String>,
+}
+
+fn filtered(conn: &mut dyn Conn, account_id: i64, f: &SmsFilter) -> SqlBuilder {
+    let mut q = SqlBuilder::new("FROM sms WHERE account_id = ");
+    q.bind(account_id);
+    q.push(" AND direction = ").bind(f.direction.as_str());
+    if let Some(t) = f.created_after {
+        q.push(" AND created >= ").bind(t);
+    }
+    if let Some(t) = f.created_before {
+        q.push(" AND created <= ").bind(t);
+    }
+    if let Some(to) = &f.to {
+        q.push(" AND recipient = ").bind(to.as_str());
+    }
+    if let Some(from) = &f.from {
+        q.push(" AND sender = ").bind(from.as_str());
+    }
+    if let Some(t) = &f.traffic_type {
+        q.push(" AND traffic_type = ").bind(t.as_str());
+    }
+    if let Some(s) = &f.status {
+        q.push(" AND status = ").bind(s.as_str());
+    }
+    if let Some(text) = &f.contains {
+        search::push_contains(&mut q, conn.dialect(), "body", text);
+    }
+    q
+}
+
+/// A page of the account's SMS.
+pub fn search(
+    conn: &mut dyn Conn,
+    account_id: i64,
+    f: &SmsFilter,
+    paging: &Paging,
+) -> Result<(i64, Vec<Sms>), DbError> {
+    let q = filtered(conn, account_id, f);
+    let (total, rows) = search::page(conn, COLUMNS, &q, "id", paging)?;
+    Ok((total, rows.iter().map(from_row).collect::<Result<_, _>>()?))
+}
+
+/// Up to `limit` SMS matching, oldest first (the earlier interfaces' unpaged lists).
+pub fn list(
+    conn: &mut dyn Conn,
+    account_id: i64,
+    f: &SmsFilter,
+    limit: i64,
+) -> Result<Vec<Sms>, DbError> {
+    let mut q = filtered(conn, account_id, f);
+    q.push(" ORDER BY created, id LIMIT ").bind(limit);
+    conn.query(&format!("SELECT {COLUMNS} {}", q.sql()), q.params())?
+        .iter()
+        .map(from_row)
+        .collect()
+}
+
+/// Approves an alphanumeric sender for an account.
+pub fn approve_sender(
+    conn: &mut dyn Conn,
+    account_id: i64,
+    sender: &str,
+    now: Timestamp,
+) -> Result<(), DbError> {
+    conn.execute(
+        "INSERT INTO approved_senders (account_id, sender, created) VALUES ($1, $2, $3) ON CONFLICT (account_id, sender) DO NOTHING",
+        params![account_id, sender, now],
+    )?;
+    Ok(())
+}
+
+/// Whether the sender is approved for the account or its parent.
+pub fn sender_approved(
+    conn: &mut dyn Conn,
+    account_id: i64,
+    parent_id: Option<i64>,
+    sender: &str,
+) -> Result<bool, DbError> {
+    Ok(conn
+        .query_opt(
+            "SELECT 1 FROM approved_senders WHERE sender = $1 AND (account_id = $2 OR account_id = $3)",
+            params![sender, account_id, parent_id.unwrap_or(account_id)],
+        )?
+        .is_some())
+}
+
+/// The senders approved for an account.
+pub fn approved_senders(conn: &mut dyn Conn, account_id: i64) -> Result<Vec<String>, DbError> {
+    conn.query(
+        "SELECT sender FROM approved_senders WHERE account_id = $1 ORDER BY sender",
+        params![account_id],
+    )?
+    .iter()
+    .map(|r| r.text(0))
+    .collect()
+}
+
+/// One of the account's numbers in `country`, to send from when no sender is given.
+pub fn number_in_country(
+    conn: &mut dyn Conn,
+    account_id: i64,
+    country: &str,
+) -> Result<Option<String>, DbError> {
+    conn.query_opt(
+        "SELECT e164 FROM numbers WHERE account_id = $1 AND country = $2 ORDER BY assigned, e164 LIMIT 1",
+        params![account_id, country],
+    )?
+    .map(|r| r.text(0))
+    .transpose()
+}
