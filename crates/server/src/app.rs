@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::state::AppState;
-use crate::{admin, billing, http, jsonrpc, numbers, ops, rest11, sandbox, v2, workers};
+use crate::{admin, billing, http, jsonrpc, numbers, ops, rest11, sandbox, v2, webhooks, workers};
 
 /// A server ready to serve: store open and migrated, listener bound.
 pub struct Application {
@@ -35,6 +35,7 @@ impl Application {
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
         let simulated = Arc::new(Simulated::new(config.sim_step_ms));
+        let http = webhooks::delivery::client(config.webhook_timeout_ms);
         let state = AppState {
             store,
             clock,
@@ -43,6 +44,7 @@ impl Application {
             carrier: simulated.clone(),
             simulated: Some(simulated),
             wake: Arc::new(tokio::sync::Notify::new()),
+            http,
         };
         if state.config.default_inventory {
             numbers::inventory::load_default_if_empty(&state.store).await?;

@@ -50,6 +50,8 @@ pub struct Config {
     pub shared_sender: String,
     /// The STOP number that replaces `%STOPNUM%` for custom senders (SMS REST v1.1).
     pub stop_number: String,
+    /// How long a webhook receiver has to answer, in milliseconds (the seed says 10 s).
+    pub webhook_timeout_ms: u64,
 }
 
 /// Settings a TOML file may hold (the same names as the flags, with underscores).
@@ -112,6 +114,7 @@ impl Config {
             sim_step_ms: 200,
             shared_sender: "+447700900000".to_owned(),
             stop_number: "+447700900000".to_owned(),
+            webhook_timeout_ms: 10_000,
         }
     }
 

@@ -21,6 +21,7 @@ pub mod sandbox;
 pub mod sms;
 pub mod state;
 pub mod v2;
+pub mod webhooks;
 pub mod workers;
 
 pub use app::Application;

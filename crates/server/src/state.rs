@@ -27,4 +27,6 @@ pub struct AppState {
     pub simulated: Option<Arc<Simulated>>,
     /// Wakes the background workers when new work is committed.
     pub wake: Arc<Notify>,
+    /// HTTP client of webhook deliveries and scenario fetches.
+    pub http: reqwest::Client,
 }

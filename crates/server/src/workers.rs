@@ -20,7 +20,8 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
         .write(move |c| reservations::expire_due(c, now, BATCH))
         .await?;
     let sms = crate::sms::progress::tick(state).await?;
-    Ok(expired + sms)
+    let delivered = crate::webhooks::delivery::tick(state).await?;
+    Ok(expired + sms + delivered)
 }
 
 /// Loops over [`tick`] until `shutdown` is cancelled, pausing when there is nothing to do.

@@ -16,8 +16,9 @@ pub fn new_event_id() -> String {
         .collect()
 }
 
-/// Records an event of `event_type` for the account; `data` is the JSON object pushed.
-/// Returns the event id.
+/// Records an event of `event_type` for the account (`data` is the JSON object pushed) and,
+/// in the same transaction, one delivery per enabled subscription to that type. Returns the
+/// event id.
 pub fn emit(
     conn: &mut dyn Conn,
     account_id: i64,
@@ -25,11 +26,38 @@ pub fn emit(
     data: &str,
     now: Timestamp,
 ) -> Result<String, DbError> {
+    emit_to(conn, account_id, event_type, data, None, now)
+}
+
+/// Like [`emit`], also delivering to `extra_endpoint` (a per-SMS webhook, `hook_hash` null).
+pub fn emit_to(
+    conn: &mut dyn Conn,
+    account_id: i64,
+    event_type: &str,
+    data: &str,
+    extra_endpoint: Option<&str>,
+    now: Timestamp,
+) -> Result<String, DbError> {
     let event_id = new_event_id();
+    let id = conn
+        .query_one(
+            "INSERT INTO events (event_id, account_id, type, data, created) VALUES ($1, $2, $3, $4, $5) RETURNING id",
+            params![&event_id, account_id, event_type, data, now],
+        )?
+        .int(0)?;
     conn.execute(
-        "INSERT INTO events (event_id, account_id, type, data, created) VALUES ($1, $2, $3, $4, $5)",
-        params![&event_id, account_id, event_type, data, now],
+        "INSERT INTO deliveries (account_id, event_id, webhook_id, endpoint, next_try, status, next_at, created, updated) \
+         SELECT account_id, $1, id, endpoint, 0, 'pending', $2, $2, $2 FROM webhooks \
+         WHERE account_id = $3 AND type = $4 AND status = 'enabled'",
+        params![id, now, account_id, event_type],
     )?;
+    if let Some(endpoint) = extra_endpoint {
+        conn.execute(
+            "INSERT INTO deliveries (account_id, event_id, webhook_id, endpoint, next_try, status, next_at, created, updated) \
+             VALUES ($1, $2, NULL, $3, 0, 'pending', $4, $4, $4)",
+            params![account_id, id, endpoint, now],
+        )?;
+    }
     Ok(event_id)
 }
 

@@ -8,6 +8,7 @@
 
 pub mod accounts;
 pub mod billing;
+pub mod deliveries;
 pub mod end_users;
 pub mod events;
 pub mod migrate;
@@ -19,6 +20,7 @@ pub mod search;
 pub mod sms;
 pub mod sql;
 mod sqlite;
+pub mod webhooks;
 
 use std::path::PathBuf;
 

@@ -30,6 +30,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(2, "0002_end_users"),
     migration!(3, "0003_numbers"),
     migration!(4, "0004_sms"),
+    migration!(5, "0005_webhooks"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

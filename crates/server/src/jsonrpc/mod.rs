@@ -5,6 +5,7 @@
 mod did;
 pub mod sms;
 mod system;
+mod webhooks;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -230,6 +231,10 @@ async fn dispatch(method: &str, call: Call<'_>) -> Result<Value, RpcError> {
     match method {
         "system.get_timestamp" => system::get_timestamp(&call),
         "sms.send" => sms::send(&call).await,
+        "webhooks.subscribe" => webhooks::subscribe(&call).await,
+        "webhooks.unsubscribe" => webhooks::unsubscribe(&call).await,
+        "webhooks.get_list" => webhooks::get_list(&call).await,
+        "webhooks.get_event_types" => webhooks::get_event_types(),
         "sms.get" => sms::get(&call).await,
         "sms.get_list" => sms::get_list(&call).await,
         "did.search" => did::search(&call).await,

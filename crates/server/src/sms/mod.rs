@@ -161,12 +161,18 @@ pub fn emit_event(
 ) -> Result<(), DbError> {
     let history = store::history(c, sms.id)?;
     let data = legacy::sms_object(sms, &history, billing_mode);
-    let kind = if sms.direction == Direction::Inbound.as_str() {
-        "sms.mo"
+    if sms.direction == Direction::Inbound.as_str() {
+        events::emit(c, sms.account_id, "sms.mo", &data.to_string(), now)?;
     } else {
-        "sms.mt.status_update"
-    };
-    events::emit(c, sms.account_id, kind, &data.to_string(), now)?;
+        events::emit_to(
+            c,
+            sms.account_id,
+            "sms.mt.status_update",
+            &data.to_string(),
+            sms.webhook_url.as_deref(),
+            now,
+        )?;
+    }
     Ok(())
 }
 

@@ -9,6 +9,7 @@ pub mod numbers;
 pub mod openapi;
 pub mod ping;
 pub mod sms;
+pub mod webhooks;
 
 use axum::Router;
 use utoipa_axum::router::OpenApiRouter;
@@ -30,6 +31,9 @@ pub fn router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(billing::destinations))
         .routes(routes!(sms::send, sms::search))
         .routes(routes!(sms::get))
+        .routes(routes!(webhooks::search, webhooks::create))
+        .routes(routes!(webhooks::get, webhooks::update, webhooks::delete))
+        .routes(routes!(webhooks::deliveries))
         .routes(routes!(numbers::search))
         .routes(routes!(numbers::get, numbers::update, numbers::release))
         .routes(routes!(numbers::attach_scenario))

@@ -136,10 +136,10 @@ impl TestApp {
     }
 
     /// Another server process on the same database (a second node), sharing the clock.
-    pub async fn second_node(&self) -> String {
+    pub async fn second_node(&self) -> (String, AppState) {
         let mut config = self.config.clone();
         config.default_inventory = false;
-        start(config, &self.clock).await.0
+        start(config, &self.clock).await
     }
 
     /// The account's events of one type, oldest first, as JSON.

@@ -8,5 +8,7 @@ mod auth;
 mod conventions;
 mod jsonrpc;
 mod numbers;
+mod receiver;
 mod sdk;
 mod sms;
+mod webhooks;

@@ -555,7 +555,7 @@ async fn end_users_in_use_cannot_be_deleted(app: TestApp) {
 
 async fn racing_accounts_and_nodes_never_share_a_number(app: TestApp) {
     // 24 accounts on two nodes race for the 100 numbers of +1201 in lots of 10.
-    let second = app.second_node().await;
+    let (second, _) = app.second_node().await;
     let mut accounts = Vec::new();
     for _ in 0..24 {
         accounts.push(app.account().await);

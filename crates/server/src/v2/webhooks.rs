@@ -1,0 +1,358 @@
+//! Webhooks: `GET/POST /webhooks`, `GET/PATCH/DELETE /webhooks/{sid}`,
+//! `GET /webhooks/{sid}/deliveries`.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
+use dialtone_store::deliveries::{self, AttemptView};
+use dialtone_store::webhooks::{self as store, Webhook, WebhookFilter};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+
+use super::common::{SortOrder, paging, path_sid};
+use crate::http::auth::Caller;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::{Checks, json_body, query};
+use crate::http::search::{SearchResult, page};
+use crate::state::AppState;
+use crate::webhooks::{self, EVENT_TYPES};
+
+/// Signing options as shown (the secret never is).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WebhookOptions {
+    /// `SHA256` or `SHA512`.
+    pub hmac_algo: String,
+}
+
+/// A webhook.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WebhookView {
+    /// Identifier.
+    pub sid: String,
+    /// Event name.
+    #[serde(rename = "type")]
+    pub event_type: String,
+    /// Where events are POSTed.
+    pub endpoint: String,
+    /// `enabled` or `disabled`.
+    pub status: String,
+    /// Signing options.
+    pub options: WebhookOptions,
+    /// Creation time.
+    pub created: String,
+    /// Last change.
+    pub updated: String,
+}
+
+impl From<&Webhook> for WebhookView {
+    fn from(w: &Webhook) -> Self {
+        Self {
+            sid: w.sid.to_string(),
+            event_type: w.event_type.clone(),
+            endpoint: w.endpoint.clone(),
+            status: w.status.clone(),
+            options: WebhookOptions {
+                hmac_algo: w.hmac_algo.clone(),
+            },
+            created: w.created.to_rfc3339(),
+            updated: w.updated.to_rfc3339(),
+        }
+    }
+}
+
+/// Signing options of a create or update.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct SigningOptions {
+    /// Secret keying the HMAC of each body (never shown again).
+    pub hmac_secret: Option<String>,
+    /// `SHA256` (default) or `SHA512`.
+    pub hmac_algo: Option<String>,
+}
+
+/// Body of `POST /webhooks`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct CreateBody {
+    /// Absolute http(s) URL.
+    pub endpoint: String,
+    /// Signing options.
+    #[schema(value_type = Option<SigningOptions>)]
+    pub options: Option<Value>,
+}
+
+/// Body of `PATCH /webhooks/{sid}` (the endpoint cannot change).
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct UpdateBody {
+    /// `enabled` or `disabled`.
+    pub status: Option<String>,
+    /// Signing options.
+    #[schema(value_type = Option<SigningOptions>)]
+    pub options: Option<Value>,
+    /// Refused: create a new webhook instead.
+    #[schema(value_type = Option<String>)]
+    pub endpoint: Option<Value>,
+}
+
+/// `type` of `POST /webhooks`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct TypeQuery {
+    /// Event name, e.g. `sms.mo`.
+    #[serde(rename = "type")]
+    #[param(rename = "type", required = true)]
+    event_type: Option<String>,
+}
+
+/// Filters of `GET /webhooks`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SearchQuery {
+    /// One webhook.
+    sid: Option<String>,
+    /// Event name.
+    #[serde(rename = "type")]
+    #[param(rename = "type")]
+    event_type: Option<String>,
+    /// `enabled` or `disabled`.
+    status: Option<String>,
+    /// Only `created`.
+    sort: Option<String>,
+    /// Sort direction (default `desc`).
+    #[param(value_type = Option<SortOrder>)]
+    order: Option<String>,
+    /// Hits to skip.
+    #[param(value_type = Option<i64>, minimum = 0)]
+    offset: Option<String>,
+    /// Hits per page, 1 to 100 (default 10).
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 100)]
+    limit: Option<String>,
+}
+
+/// Paging of `GET /webhooks/{sid}/deliveries`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PageQuery {
+    /// Sort direction (default `desc`: newest first).
+    #[param(value_type = Option<SortOrder>)]
+    order: Option<String>,
+    /// Hits to skip.
+    #[param(value_type = Option<i64>, minimum = 0)]
+    offset: Option<String>,
+    /// Hits per page, 1 to 100 (default 10).
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 100)]
+    limit: Option<String>,
+}
+
+/// One try of a delivery.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryView {
+    /// Event id.
+    pub event_id: String,
+    /// Event name.
+    #[serde(rename = "type")]
+    pub event_type: String,
+    /// Which try (0 first).
+    #[serde(rename = "try")]
+    pub try_number: i64,
+    /// HTTP status received, if any.
+    pub status_code: Option<i64>,
+    /// How long it took.
+    pub duration_ms: i64,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// When.
+    pub at: String,
+    /// The delivery now: `pending`, `delivered`, `dead` or `skipped`.
+    pub delivery_status: String,
+}
+
+impl From<AttemptView> for DeliveryView {
+    fn from(a: AttemptView) -> Self {
+        Self {
+            event_id: a.event_id,
+            event_type: a.event_type,
+            try_number: a.try_number,
+            status_code: a.status_code,
+            duration_ms: a.duration_ms,
+            error: a.error,
+            at: a.at.to_rfc3339(),
+            delivery_status: a.delivery_status,
+        }
+    }
+}
+
+/// Search webhooks.
+#[utoipa::path(get, path = "/webhooks", tag = "Webhooks", params(SearchQuery),
+    responses((status = 200, description = "a page of webhooks", body = SearchResult<WebhookView>)))]
+pub async fn search(
+    State(state): State<AppState>,
+    caller: Caller,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<SearchResult<WebhookView>>> {
+    let q: SearchQuery = query(raw.as_deref())?;
+    let mut checks = Checks::default();
+    let sid = checks.sid("sid", q.sid.as_deref());
+    let types: Vec<(&str, &str)> = EVENT_TYPES.iter().map(|t| (*t, *t)).collect();
+    let event_type = checks.choice("type", q.event_type.as_deref(), &types);
+    let status = checks.choice(
+        "status",
+        q.status.as_deref(),
+        &[("enabled", "enabled"), ("disabled", "disabled")],
+    );
+    let page = page(
+        &mut checks,
+        q.sort.as_deref(),
+        &[("created", ())],
+        (),
+        q.order.as_deref(),
+        q.offset.as_deref(),
+        q.limit.as_deref(),
+    );
+    checks.finish()?;
+    let filter = WebhookFilter {
+        sid,
+        event_type: event_type.map(str::to_owned),
+        status: status.map(str::to_owned),
+    };
+    let paging = paging(&page, |()| "created");
+    let account = caller.account.id;
+    let (total, hits) = state
+        .store
+        .read(move |c| store::search(c, account, &filter, &paging))
+        .await?;
+    Ok(Json(SearchResult::new(
+        &page,
+        total,
+        hits.iter().map(Into::into).collect(),
+    )))
+}
+
+/// Subscribe to an event type.
+#[utoipa::path(post, path = "/webhooks", tag = "Webhooks", params(TypeQuery), request_body = CreateBody,
+    responses((status = 201, description = "created", body = WebhookView)))]
+pub async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    RawQuery(raw): RawQuery,
+    body: Bytes,
+) -> ApiResult<(StatusCode, Json<WebhookView>)> {
+    let q: TypeQuery = query(raw.as_deref())?;
+    let b: CreateBody = json_body(&body)?;
+    let event_type = q
+        .event_type
+        .ok_or_else(|| ApiError::invalid("type", "is required"))?;
+    webhooks::check_type(&event_type, "type")?;
+    webhooks::check_endpoint(&b.endpoint, "endpoint")?;
+    let signing = webhooks::parse_signing(b.options.as_ref().unwrap_or(&Value::Null), "options.")?;
+    let w = webhooks::subscribe(&state, caller.account.id, event_type, b.endpoint, signing).await?;
+    Ok((StatusCode::CREATED, Json((&w).into())))
+}
+
+/// Get a webhook.
+#[utoipa::path(get, path = "/webhooks/{sid}", tag = "Webhooks", params(("sid" = String, Path, description = "webhook sid")),
+    responses((status = 200, description = "the webhook", body = WebhookView)))]
+pub async fn get(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(sid): Path<String>,
+) -> ApiResult<Json<WebhookView>> {
+    let sid = path_sid(&sid, "webhook")?;
+    let account = caller.account.id;
+    let w = state
+        .store
+        .read(move |c| store::get(c, account, &sid))
+        .await?
+        .ok_or_else(|| ApiError::not_found("webhook"))?;
+    Ok(Json((&w).into()))
+}
+
+/// Enable, disable, or change the signing of a webhook.
+#[utoipa::path(patch, path = "/webhooks/{sid}", tag = "Webhooks", params(("sid" = String, Path, description = "webhook sid")),
+    request_body = UpdateBody, responses((status = 200, description = "the webhook", body = WebhookView)))]
+pub async fn update(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(sid): Path<String>,
+    body: Bytes,
+) -> ApiResult<Json<WebhookView>> {
+    let sid = path_sid(&sid, "webhook")?;
+    let b: UpdateBody = json_body(&body)?;
+    if b.endpoint.is_some() {
+        return Err(ApiError::invalid(
+            "endpoint",
+            "cannot be changed: create a new webhook instead",
+        ));
+    }
+    let mut checks = Checks::default();
+    let status = checks.choice(
+        "status",
+        b.status.as_deref(),
+        &[("enabled", "enabled"), ("disabled", "disabled")],
+    );
+    checks.finish()?;
+    let signing = webhooks::parse_signing(b.options.as_ref().unwrap_or(&Value::Null), "options.")?;
+    let (account, now) = (caller.account.id, state.clock.now());
+    let w = state
+        .store
+        .write(move |c| {
+            let w = store::get(c, account, &sid)?.ok_or_else(|| ApiError::not_found("webhook"))?;
+            let secret = signing.secret.as_ref().map(|s| s.as_deref());
+            store::update(c, w.id, status, secret, signing.algo.as_deref(), now)?;
+            Ok::<_, ApiError>(store::get(c, account, &sid)?.unwrap_or(w))
+        })
+        .await?;
+    Ok(Json((&w).into()))
+}
+
+/// Delete a webhook.
+#[utoipa::path(delete, path = "/webhooks/{sid}", tag = "Webhooks", params(("sid" = String, Path, description = "webhook sid")),
+    responses((status = 204, description = "deleted")))]
+pub async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(sid): Path<String>,
+) -> ApiResult<StatusCode> {
+    let sid = path_sid(&sid, "webhook")?;
+    webhooks::unsubscribe(&state, caller.account.id, sid).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The delivery tries of a webhook, newest first.
+#[utoipa::path(get, path = "/webhooks/{sid}/deliveries", tag = "Webhooks", params(("sid" = String, Path, description = "webhook sid"), PageQuery),
+    responses((status = 200, description = "a page of tries", body = SearchResult<DeliveryView>)))]
+pub async fn deliveries(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(sid): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<SearchResult<DeliveryView>>> {
+    let sid = path_sid(&sid, "webhook")?;
+    let q: PageQuery = query(raw.as_deref())?;
+    let mut checks = Checks::default();
+    let page = page(
+        &mut checks,
+        None,
+        &[("at", ())],
+        (),
+        q.order.as_deref(),
+        q.offset.as_deref(),
+        q.limit.as_deref(),
+    );
+    checks.finish()?;
+    let paging = paging(&page, |()| "a.id");
+    let account = caller.account.id;
+    let (total, list) = state
+        .store
+        .read(move |c| {
+            let w = store::get(c, account, &sid)?.ok_or_else(|| ApiError::not_found("webhook"))?;
+            Ok::<_, ApiError>(deliveries::attempts(c, w.id, &paging)?)
+        })
+        .await?;
+    Ok(Json(SearchResult::new(
+        &page,
+        total,
+        list.into_iter().map(Into::into).collect(),
+    )))
+}
