@@ -28,7 +28,11 @@ pub fn router(state: AppState) -> Router<AppState> {
             "/admin/accounts/{sid}/api-keys/{key_id}",
             delete(revoke_key),
         )
-        .route("/admin/accounts/{sid}", get(get_account))
+        .route(
+            "/admin/accounts/{sid}",
+            get(get_account).patch(change_account),
+        )
+        .route("/admin/accounts/{sid}/credit", post(top_up))
         .route("/admin/inventory", post(import_inventory))
         .route("/admin/rates", post(import_rates))
         .route(
@@ -78,6 +82,8 @@ pub struct AccountView {
     currency: String,
     billing_mode: &'static str,
     credit: String,
+    warning_level: String,
+    shutdown_level: String,
     created: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     password: Option<String>,
@@ -97,6 +103,8 @@ impl AccountView {
             currency: a.currency.clone(),
             billing_mode: a.billing_mode.as_str(),
             credit: a.credit.to_cents_string(),
+            warning_level: a.warning_level.to_cents_string(),
+            shutdown_level: a.shutdown_level.to_cents_string(),
             created: a.created.to_rfc3339(),
             password: None,
             api_key: None,
@@ -162,6 +170,7 @@ async fn create_account(
         currency: body.currency,
         login: None,
         billing_mode,
+        levels: (state.config.credit_warning, state.config.credit_shutdown),
     };
     let made = provisioning::create_account(&state.store, state.clock.as_ref(), request)
         .await
@@ -337,4 +346,76 @@ async fn list_senders(
         })
         .await?;
     Ok(Json(list))
+}
+
+#[derive(Debug, Deserialize)]
+struct TopUpBody {
+    amount: String,
+}
+
+/// `POST /admin/accounts/{sid}/credit {amount}`: a top-up; emits `billing.credit`.
+async fn top_up(
+    State(state): State<AppState>,
+    Path(sid): Path<String>,
+    body: Bytes,
+) -> ApiResult<Json<serde_json::Value>> {
+    let sid = path_sid(&sid)?;
+    let b: TopUpBody = json_body(&body)?;
+    let amount =
+        Money::parse_cents(&b.amount).map_err(|e| ApiError::invalid("amount", e.to_string()))?;
+    let balance = crate::billing::top_up(&state, sid, amount).await?;
+    Ok(Json(
+        serde_json::json!({ "credit": balance.to_cents_string() }),
+    ))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ChangeBody {
+    status: Option<String>,
+    warning_level: Option<String>,
+    shutdown_level: Option<String>,
+}
+
+/// `PATCH /admin/accounts/{sid} {status?, warningLevel?, shutdownLevel?}`.
+async fn change_account(
+    State(state): State<AppState>,
+    Path(sid): Path<String>,
+    body: Bytes,
+) -> ApiResult<Json<AccountView>> {
+    let sid = path_sid(&sid)?;
+    let b: ChangeBody = json_body(&body)?;
+    let mut checks = Checks::default();
+    let suspended = checks.choice(
+        "status",
+        b.status.as_deref(),
+        &[("active", false), ("suspended", true)],
+    );
+    let mut level = |name: &str, v: Option<&String>| {
+        v.and_then(|v| match Money::parse_cents(v) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                checks.fail(name, e.to_string());
+                None
+            }
+        })
+    };
+    let warning_level = level("warningLevel", b.warning_level.as_ref());
+    let shutdown_level = level("shutdownLevel", b.shutdown_level.as_ref());
+    checks.finish()?;
+    let change = accounts::AccountChange {
+        suspended,
+        warning_level,
+        shutdown_level,
+    };
+    let now = state.clock.now();
+    let account = state
+        .store
+        .write(move |c| {
+            let a = accounts::by_sid(c, &sid)?.ok_or_else(|| ApiError::not_found("account"))?;
+            accounts::change(c, a.id, &change, now)?;
+            Ok::<_, ApiError>(accounts::by_id(c, a.id)?.unwrap_or(a))
+        })
+        .await?;
+    Ok(Json(AccountView::of(&account)))
 }

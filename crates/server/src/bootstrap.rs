@@ -23,6 +23,7 @@ pub async fn dev_account_if_empty(state: &AppState) -> anyhow::Result<Option<Pro
         currency: None,
         login: Some("dev".to_owned()),
         billing_mode: BillingMode::Prepaid,
+        levels: (state.config.credit_warning, state.config.credit_shutdown),
     };
     match provisioning::create_account(&state.store, state.clock.as_ref(), request).await {
         Ok(made) => Ok(Some(made)),

@@ -61,6 +61,12 @@ pub struct Settings {
     /// STOP number replacing %STOPNUM% for custom senders [default: +447700900000].
     #[arg(long, env = "DIALTONE_STOP_NUMBER", global = true)]
     pub stop_number: Option<String>,
+    /// Default warning level of new accounts, in cents [default: 1000.00].
+    #[arg(long, env = "DIALTONE_CREDIT_WARNING", global = true)]
+    pub credit_warning: Option<String>,
+    /// Default shutdown level of new prepaid accounts, in cents [default: 0.00].
+    #[arg(long, env = "DIALTONE_CREDIT_SHUTDOWN", global = true)]
+    pub credit_shutdown: Option<String>,
 }
 
 /// The commands.
@@ -85,6 +91,23 @@ pub enum Command {
     /// Manage alphanumeric senders.
     #[command(subcommand)]
     Sender(SenderCommand),
+    /// Manage prepaid credit.
+    #[command(subcommand)]
+    Credit(CreditCommand),
+}
+
+/// Credit commands.
+#[derive(Debug, Subcommand)]
+pub enum CreditCommand {
+    /// Top up an account (emits billing.credit).
+    Add {
+        /// Account SID.
+        #[arg(long)]
+        account: String,
+        /// Amount in cents, such as 5000.00.
+        #[arg(long)]
+        amount: String,
+    },
 }
 
 /// Rate table commands.
@@ -213,6 +236,15 @@ impl Settings {
         }
         if let Some(stop) = self.stop_number.clone().or(file.stop_number) {
             config.stop_number = stop;
+        }
+        let cents = |name: &str, v: String| {
+            dialtone_domain::Money::parse_cents(&v).map_err(|e| anyhow::anyhow!("--{name}: {e}"))
+        };
+        if let Some(v) = self.credit_warning.clone().or(file.credit_warning) {
+            config.credit_warning = cents("credit-warning", v)?;
+        }
+        if let Some(v) = self.credit_shutdown.clone().or(file.credit_shutdown) {
+            config.credit_shutdown = cents("credit-shutdown", v)?;
         }
         config.validate()?;
         Ok(config)

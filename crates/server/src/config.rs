@@ -52,6 +52,10 @@ pub struct Config {
     pub stop_number: String,
     /// How long a webhook receiver has to answer, in milliseconds (the seed says 10 s).
     pub webhook_timeout_ms: u64,
+    /// Default warning level of new accounts' balance.
+    pub credit_warning: dialtone_domain::Money,
+    /// Default shutdown level of new prepaid accounts' balance.
+    pub credit_shutdown: dialtone_domain::Money,
 }
 
 /// Settings a TOML file may hold (the same names as the flags, with underscores).
@@ -78,6 +82,10 @@ pub struct FileConfig {
     pub shared_sender: Option<String>,
     /// See [`Config::stop_number`].
     pub stop_number: Option<String>,
+    /// See [`Config::credit_warning`] (cents).
+    pub credit_warning: Option<String>,
+    /// See [`Config::credit_shutdown`] (cents).
+    pub credit_shutdown: Option<String>,
 }
 
 impl FileConfig {
@@ -115,6 +123,8 @@ impl Config {
             shared_sender: "+447700900000".to_owned(),
             stop_number: "+447700900000".to_owned(),
             webhook_timeout_ms: 10_000,
+            credit_warning: dialtone_domain::Money::from_cents(1_000),
+            credit_shutdown: dialtone_domain::Money::ZERO,
         }
     }
 

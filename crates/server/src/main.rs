@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use clap::Parser;
 use dialtone::cli::{
-    AccountCommand, Cli, Command, InventoryCommand, KeyCommand, RatesCommand, SenderCommand,
+    AccountCommand, Cli, Command, CreditCommand, InventoryCommand, KeyCommand, RatesCommand,
+    SenderCommand,
 };
 use dialtone::config::{Config, LogFormat};
 use dialtone::provisioning::{self, AccountRequest};
@@ -46,6 +47,7 @@ async fn main() -> std::process::ExitCode {
         Command::Inventory(cmd) => inventory(config, cmd).await,
         Command::Rates(cmd) => rates(config, cmd).await,
         Command::Sender(cmd) => sender(config, cmd).await,
+        Command::Credit(cmd) => credit(config, cmd).await,
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -119,6 +121,7 @@ async fn account(config: Config, cmd: AccountCommand) -> anyhow::Result<()> {
                 currency,
                 login: None,
                 billing_mode: BillingMode::Prepaid,
+                levels: (config.credit_warning, config.credit_shutdown),
             };
             let made = provisioning::create_account(&store, &clock, request).await?;
             if json {
@@ -251,6 +254,37 @@ async fn sender(config: Config, cmd: SenderCommand) -> anyhow::Result<()> {
                 })
                 .await?;
             println!("sender {sender:?} approved for {account}");
+        }
+    }
+    Ok(())
+}
+
+async fn credit(config: Config, cmd: CreditCommand) -> anyhow::Result<()> {
+    let store = app::open_store(&config).await?;
+    match cmd {
+        CreditCommand::Add { account, amount } => {
+            let sid = parse_sid(&account)?;
+            let amount =
+                Money::parse_cents(&amount).map_err(|e| anyhow::anyhow!("--amount {e}"))?;
+            if amount <= Money::ZERO {
+                anyhow::bail!("--amount must be positive");
+            }
+            let now = dialtone_domain::Clock::now(&SystemClock);
+            let balance = store
+                .write(move |c| {
+                    let a = accounts::by_sid(c, &sid)?
+                        .ok_or_else(|| anyhow::anyhow!("no account {sid}"))?;
+                    dialtone_store::accounts::lock(c, a.id)?;
+                    Ok::<_, anyhow::Error>(dialtone_store::billing::top_up(
+                        c,
+                        a.id,
+                        amount,
+                        "operator top-up",
+                        now,
+                    )?)
+                })
+                .await?;
+            println!("credit of {account} is now {balance} cents");
         }
     }
     Ok(())

@@ -24,6 +24,8 @@ pub struct AccountRequest {
     pub login: Option<String>,
     /// Prepaid or postpaid.
     pub billing_mode: BillingMode,
+    /// Warning and shutdown levels of the balance.
+    pub levels: (Money, Money),
 }
 
 /// A new account with the secrets that are shown only now.
@@ -108,6 +110,8 @@ pub async fn create_account(
                 password_hash,
                 key_hash,
                 key_id,
+                warning_level: req.levels.0,
+                shutdown_level: req.levels.1,
             };
             accounts::create(c, &new, now).map_err(|e| match e {
                 DbError::UniqueViolation(_) => {

@@ -20,8 +20,9 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
         .write(move |c| reservations::expire_due(c, now, BATCH))
         .await?;
     let sms = crate::sms::progress::tick(state).await?;
+    let fees = crate::billing::charge_monthly_fees(state).await?;
     let delivered = crate::webhooks::delivery::tick(state).await?;
-    Ok(expired + sms + delivered)
+    Ok(expired + sms + fees + delivered)
 }
 
 /// Loops over [`tick`] until `shutdown` is cancelled, pausing when there is nothing to do.

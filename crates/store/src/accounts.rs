@@ -33,9 +33,13 @@ pub struct Account {
     pub created: Timestamp,
     /// Last change.
     pub updated: Timestamp,
+    /// Crossing below this balance emits `billing.credit_warning`.
+    pub warning_level: Money,
+    /// Reaching this balance suspends a prepaid account.
+    pub shutdown_level: Money,
 }
 
-const COLUMNS: &str = "a.id, a.sid, a.name, a.parent_id, p.sid, a.status, a.currency, a.billing_mode, a.credit, a.login, a.created, a.updated";
+const COLUMNS: &str = "a.id, a.sid, a.name, a.parent_id, p.sid, a.status, a.currency, a.billing_mode, a.credit, a.login, a.created, a.updated, a.warning_level, a.shutdown_level";
 const FROM: &str = "FROM accounts a LEFT JOIN accounts p ON p.id = a.parent_id";
 
 fn account_from_row(row: &Row) -> Result<Account, DbError> {
@@ -56,6 +60,8 @@ fn account_from_row(row: &Row) -> Result<Account, DbError> {
         login: row.text(9)?,
         created: row.timestamp(10)?,
         updated: row.timestamp(11)?,
+        warning_level: row.money(12)?,
+        shutdown_level: row.money(13)?,
     })
 }
 
@@ -81,6 +87,10 @@ pub struct NewAccount {
     pub key_hash: String,
     /// Public identifier of the first API key.
     pub key_id: String,
+    /// Warning level of the balance.
+    pub warning_level: Money,
+    /// Shutdown level of the balance.
+    pub shutdown_level: Money,
 }
 
 /// Inserts an account and its first API key. Fails with `UniqueViolation` on a taken login.
@@ -89,9 +99,23 @@ pub fn create(conn: &mut dyn Conn, new: &NewAccount, now: Timestamp) -> Result<A
         let sid = Sid::generate();
         let login = new.login.clone().unwrap_or_else(|| sid.as_str().to_owned());
         let inserted = conn.query_opt(
-            "INSERT INTO accounts (sid, name, parent_id, status, currency, billing_mode, credit, login, password_hash, created, updated) \
-             VALUES ($1, $2, $3, 'active', $4, $5, $6, $7, $8, $9, $9) ON CONFLICT (sid) DO NOTHING RETURNING id",
-            params![&sid, &new.name, new.parent_id, &new.currency, new.billing_mode.as_str(), new.credit, login, &new.password_hash, now],
+            "INSERT INTO accounts (sid, name, parent_id, status, currency, billing_mode, credit, login, password_hash, created, updated, \
+             warning_level, shutdown_level, below_warning) \
+             VALUES ($1, $2, $3, 'active', $4, $5, $6, $7, $8, $9, $9, $10, $11, $12) ON CONFLICT (sid) DO NOTHING RETURNING id",
+            params![
+                &sid,
+                &new.name,
+                new.parent_id,
+                &new.currency,
+                new.billing_mode.as_str(),
+                new.credit,
+                login,
+                &new.password_hash,
+                now,
+                new.warning_level,
+                new.shutdown_level,
+                new.credit < new.warning_level
+            ],
         )?;
         if let Some(row) = inserted {
             break row.int(0)?;
@@ -166,7 +190,7 @@ pub fn by_id(conn: &mut dyn Conn, id: i64) -> Result<Option<Account>, DbError> {
 pub fn by_login(conn: &mut dyn Conn, login: &str) -> Result<Option<(Account, String)>, DbError> {
     let sql = format!("SELECT {COLUMNS}, a.password_hash {FROM} WHERE a.login = $1");
     conn.query_opt(&sql, params![login])?
-        .map(|r| Ok((account_from_row(&r)?, r.text(12)?)))
+        .map(|r| Ok((account_from_row(&r)?, r.text(14)?)))
         .transpose()
 }
 
@@ -221,6 +245,47 @@ pub fn lock(conn: &mut dyn Conn, account_id: i64) -> Result<(), DbError> {
         conn.query(
             "SELECT id FROM accounts WHERE id = $1 FOR UPDATE",
             params![account_id],
+        )?;
+    }
+    Ok(())
+}
+
+/// Operator changes to an account; None leaves a field as it is.
+#[derive(Debug, Clone, Default)]
+pub struct AccountChange {
+    /// Suspend (true) or reactivate (false) by operator decision.
+    pub suspended: Option<bool>,
+    /// New warning level.
+    pub warning_level: Option<Money>,
+    /// New shutdown level.
+    pub shutdown_level: Option<Money>,
+}
+
+/// Applies operator changes.
+pub fn change(
+    conn: &mut dyn Conn,
+    id: i64,
+    ch: &AccountChange,
+    now: Timestamp,
+) -> Result<(), DbError> {
+    if let Some(s) = ch.suspended {
+        let (status, by) = if s {
+            ("suspended", Some("operator"))
+        } else {
+            ("active", None)
+        };
+        conn.execute(
+            "UPDATE accounts SET status = $1, suspended_by = $2, updated = $3 WHERE id = $4",
+            params![status, by, now, id],
+        )?;
+    }
+    if let Some(w) = ch.warning_level {
+        conn.execute("UPDATE accounts SET warning_level = $1, below_warning = (credit < $1), updated = $2 WHERE id = $3", params![w, now, id])?;
+    }
+    if let Some(l) = ch.shutdown_level {
+        conn.execute(
+            "UPDATE accounts SET shutdown_level = $1, updated = $2 WHERE id = $3",
+            params![l, now, id],
         )?;
     }
     Ok(())

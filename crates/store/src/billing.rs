@@ -1,6 +1,8 @@
 //! Prepaid credit as a ledger: every debit and credit is a row with the balance after it, and
 //! the account's `credit` column always equals the sum of its ledger (both change in the same
-//! statement pair, in the same transaction).
+//! transaction). Crossing the warning level emits `billing.credit_warning` once per crossing;
+//! reaching the shutdown level suspends a prepaid account and emits `billing.credit_shutdown`;
+//! a top-up above it reactivates the account.
 
 use dialtone_domain::{Money, Timestamp};
 
@@ -22,6 +24,51 @@ pub enum Spend {
     },
 }
 
+/// The account's billing state after a change.
+struct After {
+    balance: Money,
+    warning_level: Money,
+    shutdown_level: Money,
+    below_warning: bool,
+    status: String,
+    suspended_by: Option<String>,
+    prepaid: bool,
+    currency: String,
+}
+
+const AFTER: &str = "credit, warning_level, shutdown_level, below_warning, status, suspended_by, billing_mode, currency";
+
+fn after(row: &crate::Row) -> Result<After, DbError> {
+    Ok(After {
+        balance: row.money(0)?,
+        warning_level: row.money(1)?,
+        shutdown_level: row.money(2)?,
+        below_warning: row.bool(3)?,
+        status: row.text(4)?,
+        suspended_by: row.opt_text(5)?,
+        prepaid: row.text(6)? == "prepaid",
+        currency: row.text(7)?,
+    })
+}
+
+fn credit_event(
+    conn: &mut dyn Conn,
+    account_id: i64,
+    kind: &str,
+    a: &After,
+    threshold: Option<Money>,
+    extra: &str,
+    now: Timestamp,
+) -> Result<(), DbError> {
+    let threshold = threshold.map_or_else(|| "null".to_owned(), |t| format!("\"{t}\""));
+    let data = format!(
+        r#"{{"amount":"{}","currency":"{}","threshold":{threshold}{extra}}}"#,
+        a.balance, a.currency
+    );
+    crate::events::emit(conn, account_id, kind, &data, now)?;
+    Ok(())
+}
+
 /// Debits `amount` (positive) from the account. Prepaid accounts never go below zero;
 /// postpaid accounts accumulate a negative balance. `kind` and `cause` say why (ledger).
 pub fn debit(
@@ -33,7 +80,7 @@ pub fn debit(
     now: Timestamp,
 ) -> Result<Spend, DbError> {
     let row = conn.query_opt(
-        "UPDATE accounts SET credit = credit - $1 WHERE id = $2 AND (billing_mode = 'postpaid' OR credit >= $1) RETURNING credit",
+        &format!("UPDATE accounts SET credit = credit - $1 WHERE id = $2 AND (billing_mode = 'postpaid' OR credit >= $1) RETURNING {AFTER}"),
         params![amount, account_id],
     )?;
     let Some(row) = row else {
@@ -45,12 +92,52 @@ pub fn debit(
             .money(0)?;
         return Ok(Spend::Insufficient { balance });
     };
-    let balance = row.money(0)?;
-    record(conn, account_id, amount.negate(), balance, kind, cause, now)?;
-    Ok(Spend::Done { balance })
+    let a = after(&row)?;
+    record(
+        conn,
+        account_id,
+        amount.negate(),
+        a.balance,
+        kind,
+        cause,
+        now,
+    )?;
+    if !a.below_warning && a.balance < a.warning_level {
+        conn.execute(
+            "UPDATE accounts SET below_warning = $1 WHERE id = $2",
+            params![true, account_id],
+        )?;
+        credit_event(
+            conn,
+            account_id,
+            "billing.credit_warning",
+            &a,
+            Some(a.warning_level),
+            "",
+            now,
+        )?;
+    }
+    if a.prepaid && a.balance <= a.shutdown_level && a.status == "active" {
+        conn.execute(
+            "UPDATE accounts SET status = 'suspended', suspended_by = 'credit', updated = $1 WHERE id = $2",
+            params![now, account_id],
+        )?;
+        credit_event(
+            conn,
+            account_id,
+            "billing.credit_shutdown",
+            &a,
+            Some(a.shutdown_level),
+            "",
+            now,
+        )?;
+    }
+    Ok(Spend::Done { balance: a.balance })
 }
 
-/// Credits `amount` (positive: a top-up or a refund); returns the balance after it.
+/// Credits `amount` (positive: a refund or a top-up); returns the balance after it. Clears
+/// the warning once the balance is back above its level, and reactivates an account the
+/// credit shutdown suspended once the balance is above the shutdown level.
 pub fn credit(
     conn: &mut dyn Conn,
     account_id: i64,
@@ -59,14 +146,60 @@ pub fn credit(
     cause: &str,
     now: Timestamp,
 ) -> Result<Money, DbError> {
-    let balance = conn
-        .query_one(
-            "UPDATE accounts SET credit = credit + $1 WHERE id = $2 RETURNING credit",
-            params![amount, account_id],
-        )?
-        .money(0)?;
-    record(conn, account_id, amount, balance, kind, cause, now)?;
-    Ok(balance)
+    credit_inner(conn, account_id, amount, kind, cause, now).map(|a| a.balance)
+}
+
+fn credit_inner(
+    conn: &mut dyn Conn,
+    account_id: i64,
+    amount: Money,
+    kind: &str,
+    cause: &str,
+    now: Timestamp,
+) -> Result<After, DbError> {
+    let row = conn.query_one(
+        &format!("UPDATE accounts SET credit = credit + $1 WHERE id = $2 RETURNING {AFTER}"),
+        params![amount, account_id],
+    )?;
+    let a = after(&row)?;
+    record(conn, account_id, amount, a.balance, kind, cause, now)?;
+    if a.below_warning && a.balance >= a.warning_level {
+        conn.execute(
+            "UPDATE accounts SET below_warning = $1 WHERE id = $2",
+            params![false, account_id],
+        )?;
+    }
+    if a.status == "suspended"
+        && a.suspended_by.as_deref() == Some("credit")
+        && a.balance > a.shutdown_level
+    {
+        conn.execute(
+            "UPDATE accounts SET status = 'active', suspended_by = NULL, updated = $1 WHERE id = $2",
+            params![now, account_id],
+        )?;
+    }
+    Ok(a)
+}
+
+/// A top-up: credits the account and emits `billing.credit`. Returns the balance after it.
+pub fn top_up(
+    conn: &mut dyn Conn,
+    account_id: i64,
+    amount: Money,
+    cause: &str,
+    now: Timestamp,
+) -> Result<Money, DbError> {
+    let a = credit_inner(conn, account_id, amount, "top-up", cause, now)?;
+    credit_event(
+        conn,
+        account_id,
+        "billing.credit",
+        &a,
+        None,
+        &format!(r#","credited":"{amount}""#),
+        now,
+    )?;
+    Ok(a.balance)
 }
 
 fn record(
@@ -92,4 +225,64 @@ pub fn ledger_sum(conn: &mut dyn Conn, account_id: i64) -> Result<Money, DbError
         params![account_id],
     )?;
     row.money(0)
+}
+
+/// The lowest balance the ledger ever recorded for the account.
+pub fn lowest_balance(conn: &mut dyn Conn, account_id: i64) -> Result<Option<Money>, DbError> {
+    let row = conn.query_one(
+        "SELECT MIN(balance_after) FROM ledger WHERE account_id = $1",
+        params![account_id],
+    )?;
+    Ok(row.opt_int(0)?.map(Money::from_units))
+}
+
+/// A number whose monthly fee is due.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DueFee {
+    /// Number key.
+    pub number_id: i64,
+    /// The number.
+    pub e164: String,
+    /// Owner.
+    pub account_id: i64,
+    /// Fee.
+    pub monthly_price: Money,
+    /// Paid up to here.
+    pub paid_until: Timestamp,
+}
+
+/// Numbers whose contract day has come (locked against other nodes).
+pub fn due_fees(conn: &mut dyn Conn, now: Timestamp, limit: i64) -> Result<Vec<DueFee>, DbError> {
+    let lock = if conn.dialect() == crate::Dialect::Postgres {
+        " FOR UPDATE SKIP LOCKED"
+    } else {
+        ""
+    };
+    conn.query(
+        &format!(
+            "SELECT id, e164, account_id, monthly_price, paid_until FROM numbers \
+             WHERE account_id IS NOT NULL AND paid_until IS NOT NULL AND paid_until <= $1 ORDER BY paid_until LIMIT $2{lock}"
+        ),
+        params![now, limit],
+    )?
+    .iter()
+    .map(|r| {
+        Ok(DueFee {
+            number_id: r.int(0)?,
+            e164: r.text(1)?,
+            account_id: r.int(2)?,
+            monthly_price: r.money(3)?,
+            paid_until: r.timestamp(4)?,
+        })
+    })
+    .collect()
+}
+
+/// Marks a number paid up to `until`.
+pub fn extend(conn: &mut dyn Conn, number_id: i64, until: Timestamp) -> Result<(), DbError> {
+    conn.execute(
+        "UPDATE numbers SET paid_until = $1 WHERE id = $2",
+        params![until, number_id],
+    )?;
+    Ok(())
 }

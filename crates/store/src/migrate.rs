@@ -31,6 +31,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(3, "0003_numbers"),
     migration!(4, "0004_sms"),
     migration!(5, "0005_webhooks"),
+    migration!(6, "0006_billing"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

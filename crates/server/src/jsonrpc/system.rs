@@ -8,3 +8,15 @@ use super::{Call, RpcError};
 pub fn get_timestamp(call: &Call<'_>) -> Result<Value, RpcError> {
     Ok(Value::from(call.state.clock.now().unix_seconds()))
 }
+
+/// `billing.get_prepaid_credit []`: `{amount, currency}` (prepaid accounts only).
+pub fn prepaid_credit(call: &Call<'_>) -> Result<Value, RpcError> {
+    let a = &call.caller.account;
+    if a.billing_mode != dialtone_domain::account::BillingMode::Prepaid {
+        return Err(RpcError::new(
+            super::codes::NOT_ALLOWED,
+            "only prepaid accounts have a credit balance",
+        ));
+    }
+    Ok(serde_json::json!({"amount": a.credit.to_cents_string(), "currency": a.currency}))
+}
