@@ -1,0 +1,90 @@
+//! Filling the database directly, faster than the API could: SMS for the search benchmark
+//! and events for the delivery benchmark.
+
+use dialtone_domain::{Sid, Timestamp};
+use dialtone_store::{DatabaseUrl, Store, StoreOptions, accounts, events, params};
+
+async fn open(url: &str) -> anyhow::Result<Store> {
+    let url = DatabaseUrl::parse(url).map_err(|e| anyhow::anyhow!(e))?;
+    Ok(Store::open(&url, &StoreOptions::default()).await?)
+}
+
+/// Makes a fresh schema in the PostgreSQL database and returns a URL using it.
+pub async fn fresh_schema(url: &str) -> anyhow::Result<String> {
+    let name = format!("bench_{}", std::process::id());
+    let store = open(url).await?;
+    let n = name.clone();
+    store
+        .write(move |c| {
+            c.batch(&format!(
+                "DROP SCHEMA IF EXISTS {n} CASCADE; CREATE SCHEMA {n}"
+            ))
+        })
+        .await?;
+    let sep = if url.contains('?') { '&' } else { '?' };
+    Ok(format!("{url}{sep}options=-csearch_path%3D{name}"))
+}
+
+async fn account_id(store: &Store, sid: &str) -> anyhow::Result<i64> {
+    let sid = Sid::parse(sid).ok_or_else(|| anyhow::anyhow!("bad sid"))?;
+    let a = store.read(move |c| accounts::by_sid(c, &sid)).await?;
+    Ok(a.ok_or_else(|| anyhow::anyhow!("no account"))?.id)
+}
+
+/// Stores `n` delivered outbound SMS over 30 days from 2025-05-15, to 1000 recipients.
+pub async fn sms(url: &str, account_sid: &str, n: u64) -> anyhow::Result<()> {
+    let store = open(url).await?;
+    let id = account_id(&store, account_sid).await?;
+    let start = Timestamp::parse_rfc3339("2025-05-15T00:00:00Z")
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .millis();
+    let span = 30 * 86_400_000 / n.max(1) as i64;
+    let batch = 10_000u64;
+    let mut done = 0u64;
+    while done < n {
+        let from = done;
+        let to = (done + batch).min(n);
+        store
+            .write(move |c| {
+                for i in from..to {
+                    let created = start + i as i64 * span;
+                    let sid = format!("s{i:07}");
+                    c.execute(
+                        "INSERT INTO sms (sid, account_id, direction, sender, recipient, body, encoding, parts, traffic_type, status, \
+                         billing_debit, carrier, created, updated, sent_at, delivered_at) \
+                         VALUES ($1, $2, 'outbound', 'SMS', $3, 'Seeded benchmark message', 'gsm', 1, 'marketing', 'delivered', 450, 'simulated', $4, $4, $4, $4)",
+                        params![sid, id, format!("+33612000{:03}", i % 1000), created],
+                    )?;
+                }
+                Ok::<_, dialtone_store::DbError>(())
+            })
+            .await?;
+        done = to;
+    }
+    Ok(())
+}
+
+/// Commits `n` `billing.credit` events (fanned out to the subscriptions) in batches.
+pub async fn events(url: &str, account_sid: &str, n: u64) -> anyhow::Result<()> {
+    let store = open(url).await?;
+    let id = account_id(&store, account_sid).await?;
+    let mut done = 0u64;
+    while done < n {
+        let count = (n - done).min(1000);
+        store
+            .write(move |c| {
+                let now = Timestamp::now_system();
+                for i in 0..count {
+                    let data = format!(
+                        r#"{{"amount":"{}.00","currency":"EUR","threshold":null}}"#,
+                        done + i
+                    );
+                    events::emit(c, id, "billing.credit", &data, now)?;
+                }
+                Ok::<_, dialtone_store::DbError>(())
+            })
+            .await?;
+        done += count;
+    }
+    Ok(())
+}

@@ -1,0 +1,186 @@
+//! Building, starting and stopping the server under test.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::load;
+
+const ADMIN: &str = "bench-admin-token-0123456789";
+
+/// Builds the release binary and returns its path.
+pub fn build_release() -> anyhow::Result<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap_or(Path::new("."));
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--release", "-p", "dialtone"])
+        .current_dir(root)
+        .status()?;
+    anyhow::ensure!(status.success(), "cargo build --release failed");
+    Ok(root.join("target/release/dialtone"))
+}
+
+/// A running server.
+pub struct Server {
+    child: Option<Child>,
+    dir: tempfile::TempDir,
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+    /// The database it uses.
+    pub database_url: String,
+    /// From spawn to the first ready answer.
+    pub ready_after: Duration,
+}
+
+fn spawn(binary: &Path, dir: &Path, url: &str) -> anyhow::Result<(Child, String)> {
+    let mut child = Command::new(binary)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--log-format",
+            "json",
+            "--admin-token",
+            ADMIN,
+        ])
+        .arg("--data-dir")
+        .arg(dir)
+        .args(["--database-url", url])
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let stderr = child
+        .stderr
+        .take()
+        .ok_or_else(|| anyhow::anyhow!("no stderr"))?;
+    let mut lines = BufReader::new(stderr).lines();
+    let addr = loop {
+        let line = lines
+            .next()
+            .ok_or_else(|| anyhow::anyhow!("the server exited before listening"))??;
+        if line.contains("dialtone listening") {
+            let v: Value = serde_json::from_str(&line)?;
+            break v["fields"]["addr"].as_str().unwrap_or_default().to_owned();
+        }
+    };
+    // Keep draining the log so the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines.by_ref() {});
+    Ok((child, format!("http://{addr}")))
+}
+
+async fn wait_ready(base: &str) -> anyhow::Result<()> {
+    for _ in 0..10_000 {
+        if let Ok((200, _)) = load::once(base, "GET", "/readyz", None, None).await {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    anyhow::bail!("never ready")
+}
+
+impl Server {
+    /// Starts on a fresh database and waits until it is ready.
+    pub async fn start(binary: &Path, pg: Option<&str>) -> anyhow::Result<Self> {
+        let dir = tempfile::tempdir()?;
+        let database_url = match pg {
+            Some(url) => crate::seed::fresh_schema(url).await?,
+            None => format!("sqlite:{}", dir.path().join("dialtone.db").display()),
+        };
+        let started = Instant::now();
+        let (child, base) = spawn(binary, dir.path(), &database_url)?;
+        wait_ready(&base).await?;
+        let ready_after = started.elapsed();
+        Ok(Self {
+            child: Some(child),
+            dir,
+            base,
+            database_url,
+            ready_after,
+        })
+    }
+
+    /// Starts again on the same database.
+    pub async fn restart(&mut self, binary: &Path) -> anyhow::Result<()> {
+        let (child, base) = spawn(binary, self.dir.path(), &self.database_url)?;
+        self.child = Some(child);
+        self.base = base;
+        wait_ready(&self.base).await
+    }
+
+    /// Stops it (SIGTERM, then waits).
+    pub async fn stop(&mut self) -> anyhow::Result<()> {
+        if let Some(mut child) = self.child.take() {
+            Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status()?;
+            child.wait()?;
+        }
+        Ok(())
+    }
+
+    /// Resident memory of the server process, in KiB.
+    pub fn rss_kb(&self) -> anyhow::Result<u64> {
+        let pid = self.child.as_ref().map_or(0, Child::id);
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+        let line = status
+            .lines()
+            .find(|l| l.starts_with("VmRSS:"))
+            .ok_or_else(|| anyhow::anyhow!("no VmRSS"))?;
+        Ok(line.split_whitespace().nth(1).unwrap_or("0").parse()?)
+    }
+
+    /// Creates an account with `credit` cents and returns its API key.
+    pub async fn account(&self, name: &str, credit: &str) -> anyhow::Result<String> {
+        let body = serde_json::json!({"name": name, "credit": credit}).to_string();
+        let (status, v) = load::once(
+            &self.base,
+            "POST",
+            "/admin/accounts",
+            Some(&format!("Bearer {ADMIN}")),
+            Some(&body),
+        )
+        .await?;
+        anyhow::ensure!(status == 201, "account creation failed: {v}");
+        Ok(v["apiKey"].as_str().unwrap_or_default().to_owned())
+    }
+
+    /// The sid of the key's account.
+    pub async fn account_sid(&self, _key: &str) -> anyhow::Result<String> {
+        let (_, list) = load::once(
+            &self.base,
+            "GET",
+            "/admin/accounts",
+            Some(&format!("Bearer {ADMIN}")),
+            None,
+        )
+        .await?;
+        Ok(list[0]["sid"].as_str().unwrap_or_default().to_owned())
+    }
+
+    /// A POST with the key.
+    pub async fn post(&self, key: &str, path: &str, body: &Value) -> anyhow::Result<Value> {
+        let (status, v) =
+            load::once_key(&self.base, "POST", path, key, Some(&body.to_string())).await?;
+        anyhow::ensure!((200..300).contains(&status), "POST {path}: {status} {v}");
+        Ok(v)
+    }
+
+    /// A GET with the key.
+    pub async fn get(&self, key: &str, path: &str) -> anyhow::Result<Value> {
+        Ok(load::once_key(&self.base, "GET", path, key, None).await?.1)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
