@@ -67,6 +67,12 @@ pub struct Settings {
     /// Default shutdown level of new prepaid accounts, in cents [default: 0.00].
     #[arg(long, env = "DIALTONE_CREDIT_SHUTDOWN", global = true)]
     pub credit_shutdown: Option<String>,
+    /// Largest audio file accepted, in bytes [default: 20971520 (20 MiB)].
+    #[arg(long, env = "DIALTONE_AUDIO_MAX_BYTES", global = true)]
+    pub audio_max_bytes: Option<usize>,
+    /// Longest audio accepted, in seconds [default: 600].
+    #[arg(long, env = "DIALTONE_AUDIO_MAX_DURATION", global = true)]
+    pub audio_max_duration: Option<u64>,
 }
 
 /// The commands.
@@ -245,6 +251,12 @@ impl Settings {
         }
         if let Some(v) = self.credit_shutdown.clone().or(file.credit_shutdown) {
             config.credit_shutdown = cents("credit-shutdown", v)?;
+        }
+        if let Some(n) = self.audio_max_bytes.or(file.audio_max_bytes) {
+            config.audio_max_bytes = n.clamp(1024, 1024 * 1024 * 1024);
+        }
+        if let Some(secs) = self.audio_max_duration.or(file.audio_max_duration) {
+            config.audio_max_duration_ms = secs.clamp(1, 24 * 3600) * 1000;
         }
         config.validate()?;
         Ok(config)

@@ -56,6 +56,10 @@ pub struct Config {
     pub credit_warning: dialtone_domain::Money,
     /// Default shutdown level of new prepaid accounts' balance.
     pub credit_shutdown: dialtone_domain::Money,
+    /// Largest audio file accepted by upload or recording, in bytes.
+    pub audio_max_bytes: usize,
+    /// Longest audio accepted, in milliseconds (longer ends in `error`, "too long").
+    pub audio_max_duration_ms: u64,
 }
 
 /// Settings a TOML file may hold (the same names as the flags, with underscores).
@@ -86,6 +90,10 @@ pub struct FileConfig {
     pub credit_warning: Option<String>,
     /// See [`Config::credit_shutdown`] (cents).
     pub credit_shutdown: Option<String>,
+    /// See [`Config::audio_max_bytes`].
+    pub audio_max_bytes: Option<usize>,
+    /// See [`Config::audio_max_duration_ms`] (seconds).
+    pub audio_max_duration: Option<u64>,
 }
 
 impl FileConfig {
@@ -125,6 +133,8 @@ impl Config {
             webhook_timeout_ms: 10_000,
             credit_warning: dialtone_domain::Money::from_cents(1_000),
             credit_shutdown: dialtone_domain::Money::ZERO,
+            audio_max_bytes: 20 * 1024 * 1024,
+            audio_max_duration_ms: 10 * 60 * 1000,
         }
     }
 

@@ -12,6 +12,7 @@ pub mod cli;
 pub mod config;
 pub mod http;
 pub mod jsonrpc;
+pub mod media;
 pub mod metrics;
 pub mod numbers;
 pub mod ops;

@@ -22,7 +22,8 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
     let sms = crate::sms::progress::tick(state).await?;
     let fees = crate::billing::charge_monthly_fees(state).await?;
     let delivered = crate::webhooks::delivery::tick(state).await?;
-    Ok(expired + sms + fees + delivered)
+    let converted = crate::media::conversion::tick(state).await?;
+    Ok(expired + sms + fees + delivered + converted)
 }
 
 /// Loops over [`tick`] until `shutdown` is cancelled, pausing when there is nothing to do.

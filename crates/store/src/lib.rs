@@ -7,6 +7,7 @@
 //! [`Store::read`]. This crate owns SQL and nothing above it: no HTTP, no JSON shapes.
 
 pub mod accounts;
+pub mod audio_files;
 pub mod billing;
 pub mod deliveries;
 pub mod end_users;

@@ -32,6 +32,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(4, "0004_sms"),
     migration!(5, "0005_webhooks"),
     migration!(6, "0006_billing"),
+    migration!(8, "0008_audio_files"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

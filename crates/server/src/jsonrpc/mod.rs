@@ -3,6 +3,7 @@
 //! failure), errors as `{code, message, data}` with the earlier numeric codes.
 
 mod did;
+mod media;
 pub mod sms;
 mod system;
 mod webhooks;
@@ -247,6 +248,13 @@ async fn dispatch(method: &str, call: Call<'_>) -> Result<Value, RpcError> {
         "did/store.buy_order" => did::buy_order(&call).await,
         "did/store.cancel_order" => did::cancel_order(&call).await,
         "did/store.cancel_subscription" => did::cancel_subscription(&call).await,
+        "media/library.create" => media::create(&call).await,
+        "media/library.get" => media::get(&call).await,
+        "media/library.get_list" => media::get_list(&call).await,
+        "media/library.set_name" => media::set_name(&call).await,
+        "media/library.set_content" => media::set_content(&call).await,
+        "media/library.delete" => media::delete(&call).await,
+        "media/library.get_phone_id" => media::get_phone_id(&call).await,
         _ => Err(RpcError::new(
             codes::METHOD_NOT_FOUND,
             format!("method not found: {method}"),

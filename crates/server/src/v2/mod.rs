@@ -1,6 +1,7 @@
 //! REST v2.0 under `/v2.0`: every route is registered together with its OpenAPI
 //! description, so `/v2.0/openapi.json` always lists exactly the paths that exist.
 
+pub mod audio_files;
 pub mod billing;
 pub mod common;
 pub mod end_users;
@@ -48,6 +49,7 @@ pub fn router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
             number_store::buy,
             number_store::cancel
         ))
+        .merge(audio_files::router())
         .split_for_parts();
     openapi::finish(&mut doc);
     let router = router.route("/openapi.json", openapi::serve(&doc));

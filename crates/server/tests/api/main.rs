@@ -4,6 +4,7 @@
 mod helpers;
 
 mod admin;
+mod audio_files;
 mod auth;
 mod billing;
 mod conventions;

@@ -1,0 +1,168 @@
+//! `media/library.*`: audio files through the earlier interface, for the operations v2.0
+//! has: `create [name]` (-> id), `get [id]`, `get_list [null]`, `set_name [id, name]`,
+//! `set_content [id, text, base64]` (the text is ignored: no text-to-speech), `delete [id]`,
+//! `get_phone_id [id, country]`. An id is the numeric `id` or the `hash` of the object.
+
+use base64::Engine;
+use dialtone_domain::Sid;
+use dialtone_store::DbError;
+use dialtone_store::audio_files::{self, AudioFile, SOURCE_UPLOAD};
+use serde_json::{Value, json};
+
+use super::{Call, RpcError, codes};
+use crate::media::{self, emit_status, phone_recording};
+
+/// The Media.Library object: `{id, hash, name, status, duration}`.
+fn object(file: &AudioFile) -> Value {
+    let mut v = media::legacy(file);
+    v["id"] = json!(file.id);
+    v
+}
+
+fn not_found() -> RpcError {
+    RpcError::new(codes::NOT_FOUND, "media not found")
+}
+
+/// The account's file named by param `i` (numeric id or hash).
+async fn file(call: &Call<'_>, i: usize) -> Result<AudioFile, RpcError> {
+    let account = call.caller.account.id;
+    let found = match call.param(i) {
+        Value::Number(n) => {
+            let id = n.as_i64().ok_or_else(not_found)?;
+            call.state
+                .store
+                .read(move |c| audio_files::by_id(c, id))
+                .await?
+                .filter(|f| f.account_id == account)
+        }
+        Value::String(hash) => {
+            let sid = Sid::parse(&hash.to_ascii_lowercase()).ok_or_else(not_found)?;
+            call.state
+                .store
+                .read(move |c| audio_files::get(c, account, &sid))
+                .await?
+        }
+        Value::Null => {
+            return Err(RpcError::new(
+                codes::MISSING_PROPERTY,
+                format!("param {i} (id) is required"),
+            ));
+        }
+        _ => return Err(RpcError::invalid_param(i, "id must be an integer or a hash")),
+    };
+    found.ok_or_else(not_found)
+}
+
+fn name(call: &Call<'_>, i: usize) -> Result<String, RpcError> {
+    let name = call.string(i, "name")?;
+    if !(1..=64).contains(&name.chars().count()) {
+        return Err(RpcError::invalid_param(i, "name must be 1 to 64 characters long"));
+    }
+    Ok(name)
+}
+
+/// `media/library.create [name]` -> the new media's id.
+pub async fn create(call: &Call<'_>) -> Result<Value, RpcError> {
+    let name = name(call, 0)?;
+    let (account, now) = (call.caller.account.id, call.state.clock.now());
+    let file = call
+        .state
+        .store
+        .write(move |c| {
+            let file = audio_files::create(c, account, &name, now)?;
+            emit_status(c, &file, now)?;
+            Ok::<_, DbError>(file)
+        })
+        .await?;
+    Ok(json!(file.id))
+}
+
+/// `media/library.get [id]` -> the Media.Library object.
+pub async fn get(call: &Call<'_>) -> Result<Value, RpcError> {
+    Ok(object(&file(call, 0).await?))
+}
+
+/// `media/library.get_list [null]` -> every Media.Library object of the account, newest
+/// first (at most 1000).
+pub async fn get_list(call: &Call<'_>) -> Result<Value, RpcError> {
+    let account = call.caller.account.id;
+    let list = call
+        .state
+        .store
+        .read(move |c| audio_files::list(c, account, 1000))
+        .await?;
+    Ok(list.iter().map(object).collect())
+}
+
+/// `media/library.set_name [id, name]` -> true.
+pub async fn set_name(call: &Call<'_>) -> Result<Value, RpcError> {
+    let f = file(call, 0).await?;
+    let name = name(call, 1)?;
+    let (account, now) = (call.caller.account.id, call.state.clock.now());
+    call.state
+        .store
+        .write(move |c| audio_files::rename(c, account, &f.sid, &name, now))
+        .await?
+        .ok_or_else(not_found)?;
+    Ok(Value::Bool(true))
+}
+
+/// `media/library.delete [id]` -> true.
+pub async fn delete(call: &Call<'_>) -> Result<Value, RpcError> {
+    let f = file(call, 0).await?;
+    let account = call.caller.account.id;
+    call.state
+        .store
+        .write(move |c| audio_files::delete(c, account, &f.sid))
+        .await?;
+    Ok(Value::Bool(true))
+}
+
+/// `media/library.set_content [id, text, base64]` -> true: the decoded audio replaces the
+/// content and is converted like an upload (its type is sniffed).
+pub async fn set_content(call: &Call<'_>) -> Result<Value, RpcError> {
+    let f = file(call, 0).await?;
+    let encoded = call.string(2, "base64")?;
+    let max_encoded = call.state.config.audio_max_bytes / 3 * 4 + 8;
+    if encoded.len() > max_encoded {
+        return Err(media::too_large(call.state).into());
+    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .map_err(|_| RpcError::invalid_param(2, "base64 is not valid base64"))?;
+    if bytes.len() > call.state.config.audio_max_bytes {
+        return Err(media::too_large(call.state).into());
+    }
+    if bytes.is_empty() {
+        return Err(RpcError::invalid_param(2, "base64 holds no audio"));
+    }
+    let declared = dialtone_media::sniff(&bytes).ok_or_else(|| RpcError::from(media::unsupported("unknown")))?;
+    media::replace_content(
+        call.state,
+        call.caller.account.id,
+        f.sid,
+        SOURCE_UPLOAD,
+        declared.content_type(),
+        bytes,
+    )
+    .await?
+    .ok_or_else(not_found)?;
+    Ok(Value::Bool(true))
+}
+
+/// `media/library.get_phone_id [id, country]` -> `{phone_number, code, expires}`.
+pub async fn get_phone_id(call: &Call<'_>) -> Result<Value, RpcError> {
+    let f = file(call, 0).await?;
+    let country = call.string(1, "country")?.trim().to_ascii_uppercase();
+    if !dialtone_domain::country::is_code(&country) {
+        return Err(RpcError::invalid_param(1, "country must be an ISO 3166 alpha-2 code"));
+    }
+    let id = phone_recording::issue(call.state, call.caller.account.id, f.sid, country)
+        .await?
+        .ok_or_else(not_found)?;
+    Ok(json!({
+        "phone_number": id.number.as_str(),
+        "code": id.code,
+        "expires": id.expires.to_legacy(),
+    }))
+}

@@ -1,0 +1,110 @@
+//! Audio files (the media library) on the server side: taking in content, the shapes shown
+//! by the interfaces and events, the conversion worker and recording by phone.
+//!
+//! Content and converted audio live in the database (see `docs/decisions.md`), so any node
+//! of a PostgreSQL deployment serves them and any node's worker converts them.
+
+pub mod conversion;
+pub mod geo;
+pub mod multipart;
+pub mod phone_recording;
+
+use dialtone_domain::Timestamp;
+use dialtone_media::{DeclaredType, Limits};
+use dialtone_store::audio_files::{self, AudioFile};
+use dialtone_store::{Conn, DbError, events};
+use serde_json::{Value, json};
+
+use crate::http::error::ApiError;
+use crate::state::AppState;
+
+/// The event every status move emits.
+pub const STATUS_EVENT: &str = "media.library.status_update";
+
+/// The conversion limits of this server.
+pub fn limits(state: &AppState) -> Limits {
+    Limits {
+        max_bytes: state.config.audio_max_bytes,
+        max_duration_ms: state.config.audio_max_duration_ms,
+    }
+}
+
+/// 400 `file_too_large` for content over the configured size.
+pub fn too_large(state: &AppState) -> ApiError {
+    ApiError::bad_request(
+        "file_too_large",
+        format!(
+            "the file is larger than {} bytes",
+            state.config.audio_max_bytes
+        ),
+    )
+}
+
+/// 400 `unsupported_format` naming the accepted types.
+pub fn unsupported(declared: &str) -> ApiError {
+    let accepted: Vec<&str> = DeclaredType::ALL.iter().map(|t| t.content_type()).collect();
+    ApiError::bad_request(
+        "unsupported_format",
+        format!(
+            "unsupported content type {declared:?}: use one of {}",
+            accepted.join(", ")
+        ),
+    )
+}
+
+/// The earlier status word: `pending-conversion` -> `PENDING_CONVERSION`.
+pub fn legacy_status(status: &str) -> String {
+    status.replace('-', "_").to_ascii_uppercase()
+}
+
+/// The Media.Library object of the earlier interfaces and of events:
+/// `{hash, name, status, duration}` (duration in whole seconds, 0 until ready).
+pub fn legacy(file: &AudioFile) -> Value {
+    json!({
+        "hash": file.sid.to_hash(),
+        "name": file.name,
+        "status": legacy_status(&file.status),
+        "duration": file.duration_ms.map_or(0, |ms| (ms + 500) / 1000),
+    })
+}
+
+/// Records `media.library.status_update` for the file's current status, in the caller's
+/// transaction.
+pub fn emit_status(conn: &mut dyn Conn, file: &AudioFile, now: Timestamp) -> Result<(), DbError> {
+    events::emit(
+        conn,
+        file.account_id,
+        STATUS_EVENT,
+        &legacy(file).to_string(),
+        now,
+    )
+    .map(|_| ())
+}
+
+/// Stores new content for a file of the account (any status) and queues its conversion,
+/// emitting the move to `pending-conversion`. None when the account has no such file.
+pub async fn replace_content(
+    state: &AppState,
+    account_id: i64,
+    sid: dialtone_domain::Sid,
+    source: &'static str,
+    content_type: &'static str,
+    bytes: Vec<u8>,
+) -> Result<Option<AudioFile>, ApiError> {
+    let now = state.clock.now();
+    let file = state
+        .store
+        .write(move |c| {
+            let Some(file) = audio_files::get(c, account_id, &sid)? else {
+                return Ok(None);
+            };
+            let file = audio_files::set_content(c, file.id, source, content_type, &bytes, now)?;
+            emit_status(c, &file, now)?;
+            Ok::<_, DbError>(Some(file))
+        })
+        .await?;
+    if file.is_some() {
+        state.wake.notify_one();
+    }
+    Ok(file)
+}

@@ -1,0 +1,115 @@
+//! Recording an audio file by phone: `PUT /audio-files/{sid}/phone-id?country=CC` gives a
+//! platform number and a 6-digit code valid 10 minutes; a call to that number that enters the
+//! code and then records audio replaces the file's content ([`accept`], called by the calls
+//! engine), which moves the file to `pending-conversion`.
+//!
+//! The number is a free number of the inventory (held by no account, in no reservation) of
+//! the requested country, or of the closest country that has one ([`super::geo::closest`]):
+//! the last one by E.164, which the number store hands out last.
+
+use dialtone_domain::{E164, Sid, Timestamp};
+use dialtone_store::DbError;
+use dialtone_store::audio_files::{self, SOURCE_PHONE};
+use rand::Rng;
+
+use super::{emit_status, geo};
+use crate::http::error::ApiError;
+use crate::state::AppState;
+
+/// How long a code stays valid.
+pub const CODE_TTL_MS: i64 = 10 * 60 * 1000;
+
+/// What to dial and what to enter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PhoneId {
+    /// The platform number to call.
+    pub number: E164,
+    /// Six DTMF digits.
+    pub code: String,
+    /// When the code stops working.
+    pub expires: Timestamp,
+}
+
+fn new_code() -> String {
+    let n: u32 = rand::rng().random_range(0..1_000_000);
+    format!("{n:06}")
+}
+
+/// Issues a recording code for a file of the account. `Ok(None)` when the account has no
+/// such file; 400 `number_not_available` when the inventory has no free number at all.
+pub async fn issue(
+    state: &AppState,
+    account_id: i64,
+    sid: Sid,
+    country: String,
+) -> Result<Option<PhoneId>, ApiError> {
+    let now = state.clock.now();
+    let expires = now.plus_ms(CODE_TTL_MS);
+    let outcome = state
+        .store
+        .write(move |c| {
+            let Some(file) = audio_files::get(c, account_id, &sid)? else {
+                return Ok(Ok(None));
+            };
+            let countries = audio_files::countries_with_free_numbers(c)?;
+            let Some(chosen) = geo::closest(&country, &countries) else {
+                return Ok(Err(()));
+            };
+            let Some(number) = audio_files::recording_number(c, chosen)? else {
+                return Ok(Err(()));
+            };
+            loop {
+                let code = new_code();
+                if audio_files::create_phone_id(c, file.id, &number, &code, expires, now)? {
+                    return Ok(Ok(Some(PhoneId { number, code, expires })));
+                }
+            }
+        })
+        .await
+        .map_err(|e: DbError| ApiError::from(e))?;
+    outcome.map_err(|()| {
+        ApiError::bad_request(
+            "number_not_available",
+            "no phone number is available for recording",
+        )
+    })
+}
+
+/// Called by the calls engine when a call to `called_number` entered `code` and then sent
+/// `audio` (any supported format; its type is sniffed, WAV assumed when unknown).
+///
+/// When `code` is a live code of that number, the code is used up, the audio replaces the
+/// file's content (source `phone`), the file moves to `pending-conversion` (emitting
+/// `media.library.status_update`) and its sid is returned. `Ok(None)` when no live code
+/// matches (unknown, expired or already used). 400 `file_too_large` when `audio` is over the
+/// size limit (nothing changes then).
+pub async fn accept(
+    state: &AppState,
+    called_number: &E164,
+    code: &str,
+    audio: Vec<u8>,
+) -> Result<Option<Sid>, ApiError> {
+    if audio.len() > state.config.audio_max_bytes {
+        return Err(super::too_large(state));
+    }
+    let content_type = dialtone_media::sniff(&audio)
+        .unwrap_or(dialtone_media::DeclaredType::Wav)
+        .content_type();
+    let (number, code, now) = (called_number.clone(), code.to_owned(), state.clock.now());
+    let sid = state
+        .store
+        .write(move |c| {
+            let Some(file_id) = audio_files::use_phone_id(c, &number, &code, now)? else {
+                return Ok(None);
+            };
+            let file =
+                audio_files::set_content(c, file_id, SOURCE_PHONE, content_type, &audio, now)?;
+            emit_status(c, &file, now)?;
+            Ok::<_, DbError>(Some(file.sid))
+        })
+        .await?;
+    if sid.is_some() {
+        state.wake.notify_one();
+    }
+    Ok(sid)
+}
