@@ -24,7 +24,13 @@ pub const READY: &str = "ready";
 /// Conversion failed (see `error`).
 pub const ERROR: &str = "error";
 /// Every status, in lifecycle order.
-pub const STATUSES: [&str; 5] = [PENDING_CONTENT, PENDING_CONVERSION, PROCESSING, READY, ERROR];
+pub const STATUSES: [&str; 5] = [
+    PENDING_CONTENT,
+    PENDING_CONVERSION,
+    PROCESSING,
+    READY,
+    ERROR,
+];
 
 /// Content uploaded through the API.
 pub const SOURCE_UPLOAD: &str = "upload";
@@ -363,7 +369,13 @@ pub fn finish_conversion(
                 "UPDATE audio_files SET status = $1, duration_ms = NULL, error = $2, updated = $3 \
                  WHERE id = $4 AND revision = $5 RETURNING {COLUMNS}"
             ),
-            params![ERROR, reason.as_str(), now, claimed.audio_file_id, claimed.revision],
+            params![
+                ERROR,
+                reason.as_str(),
+                now,
+                claimed.audio_file_id,
+                claimed.revision
+            ],
         )?,
     };
     row.map(|r| from_row(&r)).transpose()

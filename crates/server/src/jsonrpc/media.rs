@@ -48,7 +48,12 @@ async fn file(call: &Call<'_>, i: usize) -> Result<AudioFile, RpcError> {
                 format!("param {i} (id) is required"),
             ));
         }
-        _ => return Err(RpcError::invalid_param(i, "id must be an integer or a hash")),
+        _ => {
+            return Err(RpcError::invalid_param(
+                i,
+                "id must be an integer or a hash",
+            ));
+        }
     };
     found.ok_or_else(not_found)
 }
@@ -56,7 +61,10 @@ async fn file(call: &Call<'_>, i: usize) -> Result<AudioFile, RpcError> {
 fn name(call: &Call<'_>, i: usize) -> Result<String, RpcError> {
     let name = call.string(i, "name")?;
     if !(1..=64).contains(&name.chars().count()) {
-        return Err(RpcError::invalid_param(i, "name must be 1 to 64 characters long"));
+        return Err(RpcError::invalid_param(
+            i,
+            "name must be 1 to 64 characters long",
+        ));
     }
     Ok(name)
 }
@@ -136,7 +144,8 @@ pub async fn set_content(call: &Call<'_>) -> Result<Value, RpcError> {
     if bytes.is_empty() {
         return Err(RpcError::invalid_param(2, "base64 holds no audio"));
     }
-    let declared = dialtone_media::sniff(&bytes).ok_or_else(|| RpcError::from(media::unsupported("unknown")))?;
+    let declared = dialtone_media::sniff(&bytes)
+        .ok_or_else(|| RpcError::from(media::unsupported("unknown")))?;
     media::replace_content(
         call.state,
         call.caller.account.id,
@@ -155,7 +164,10 @@ pub async fn get_phone_id(call: &Call<'_>) -> Result<Value, RpcError> {
     let f = file(call, 0).await?;
     let country = call.string(1, "country")?.trim().to_ascii_uppercase();
     if !dialtone_domain::country::is_code(&country) {
-        return Err(RpcError::invalid_param(1, "country must be an ISO 3166 alpha-2 code"));
+        return Err(RpcError::invalid_param(
+            1,
+            "country must be an ISO 3166 alpha-2 code",
+        ));
     }
     let id = phone_recording::issue(call.state, call.caller.account.id, f.sid, country)
         .await?

@@ -29,7 +29,9 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
         .write(move |c| {
             let claimed = audio_files::claim_conversions(c, now, LEASE_MS, BATCH)?;
             for job in &claimed {
-                if let Some(file) = audio_files::start_processing(c, job.audio_file_id, job.revision, now)? {
+                if let Some(file) =
+                    audio_files::start_processing(c, job.audio_file_id, job.revision, now)?
+                {
                     emit_status(c, &file, now)?;
                 }
             }
@@ -80,7 +82,10 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
 /// Converts one job's content; never panics out (the converter catches decoder panics).
 fn run(job: &Claimed, limits: &dialtone_media::Limits) -> Outcome {
     let Some(declared) = DeclaredType::from_content_type(&job.content_type) else {
-        return Outcome::Failed(format!("not audio: unsupported content type {:?}", job.content_type));
+        return Outcome::Failed(format!(
+            "not audio: unsupported content type {:?}",
+            job.content_type
+        ));
     };
     match convert(&job.original, declared, limits) {
         Ok(done) => Outcome::Ready {

@@ -65,7 +65,11 @@ pub async fn read(state: &AppState, req: Request, allowed: &[&str]) -> ApiResult
     while let Some(mut field) = multipart.next_field().await.map_err(malformed)? {
         let name = field.name().unwrap_or_default().to_owned();
         if !allowed.contains(&name.as_str()) {
-            let shown = if name.is_empty() { "(unnamed part)" } else { &name };
+            let shown = if name.is_empty() {
+                "(unnamed part)"
+            } else {
+                &name
+            };
             return Err(ApiError::invalid(shown, "unknown part"));
         }
         let already = match name.as_str() {
@@ -75,7 +79,11 @@ pub async fn read(state: &AppState, req: Request, allowed: &[&str]) -> ApiResult
         if already {
             return Err(ApiError::invalid(name, "must be given once"));
         }
-        let limit = if name == "file" { max_file } else { MAX_TEXT_PART };
+        let limit = if name == "file" {
+            max_file
+        } else {
+            MAX_TEXT_PART
+        };
         let content_type = field.content_type().map(str::to_owned);
         let mut bytes = Vec::new();
         while let Some(chunk) = field.chunk().await.map_err(malformed)? {

@@ -61,7 +61,11 @@ pub async fn issue(
             loop {
                 let code = new_code();
                 if audio_files::create_phone_id(c, file.id, &number, &code, expires, now)? {
-                    return Ok(Ok(Some(PhoneId { number, code, expires })));
+                    return Ok(Ok(Some(PhoneId {
+                        number,
+                        code,
+                        expires,
+                    })));
                 }
             }
         })

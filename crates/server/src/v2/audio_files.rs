@@ -161,6 +161,10 @@ pub struct PhoneIdQuery {
     country: Option<String>,
 }
 
+/// Endpoints without query parameters still refuse unknown ones by name.
+#[derive(Debug, Deserialize)]
+struct NoParams {}
+
 #[derive(Clone, Copy)]
 enum Sort {
     Name,
@@ -203,15 +207,25 @@ pub async fn search(
 ) -> ApiResult<Json<SearchResult<AudioFileView>>> {
     let q: AudioFileQuery = query(raw.as_deref())?;
     let mut checks = Checks::default();
-    let name = checks.text("name", q.name.as_deref(), 1, 64).map(str::to_owned);
+    let name = checks
+        .text("name", q.name.as_deref(), 1, 64)
+        .map(str::to_owned);
     let statuses: Vec<(&str, &str)> = STATUSES.iter().map(|s| (*s, *s)).collect();
-    let status = checks.choice("status", q.status.as_deref(), &statuses).map(str::to_owned);
+    let status = checks
+        .choice("status", q.status.as_deref(), &statuses)
+        .map(str::to_owned);
     let sources: Vec<(&str, &str)> = SOURCES.iter().map(|s| (*s, *s)).collect();
-    let source = checks.choice("source", q.source.as_deref(), &sources).map(str::to_owned);
+    let source = checks
+        .choice("source", q.source.as_deref(), &sources)
+        .map(str::to_owned);
     let page = page(
         &mut checks,
         q.sort.as_deref(),
-        &[("name", Sort::Name), ("created", Sort::Created), ("updated", Sort::Updated)],
+        &[
+            ("name", Sort::Name),
+            ("created", Sort::Created),
+            ("updated", Sort::Updated),
+        ],
         Sort::Updated,
         q.order.as_deref(),
         q.offset.as_deref(),
@@ -223,13 +237,21 @@ pub async fn search(
         Sort::Created => "created",
         Sort::Updated => "updated",
     });
-    let filter = Filter { name, status, source };
+    let filter = Filter {
+        name,
+        status,
+        source,
+    };
     let account = caller.account.id;
     let (total, hits) = state
         .store
         .read(move |c| audio_files::search(c, account, &filter, &paging))
         .await?;
-    Ok(Json(SearchResult::new(&page, total, hits.into_iter().map(Into::into).collect())))
+    Ok(Json(SearchResult::new(
+        &page,
+        total,
+        hits.into_iter().map(Into::into).collect(),
+    )))
 }
 
 /// Create an audio file: JSON `{name}` (201, `pending-content`), or multipart with `name`
@@ -247,8 +269,10 @@ pub async fn search(
 pub async fn create(
     State(state): State<AppState>,
     caller: Caller,
+    RawQuery(raw): RawQuery,
     req: Request,
 ) -> ApiResult<(StatusCode, Json<AudioFileView>)> {
+    let _: NoParams = query(raw.as_deref())?;
     let (name, content) = if multipart::is_multipart(&req) {
         let upload = multipart::read(&state, req, &["name", "file"]).await?;
         let mut checks = Checks::default();
@@ -321,9 +345,11 @@ pub async fn update(
     State(state): State<AppState>,
     caller: Caller,
     Path(sid): Path<String>,
+    RawQuery(raw): RawQuery,
     req: Request,
 ) -> ApiResult<Json<AudioFileView>> {
     let sid = path_sid(&sid, "audio file")?;
+    let _: NoParams = query(raw.as_deref())?;
     let bytes = axum::body::to_bytes(req.into_body(), state.config.max_body_bytes)
         .await
         .map_err(|_| ApiError::invalid("body", "the request body is too large"))?;
@@ -394,11 +420,16 @@ pub async fn upload(
     State(state): State<AppState>,
     caller: Caller,
     Path(sid): Path<String>,
+    RawQuery(raw): RawQuery,
     req: Request,
 ) -> ApiResult<(StatusCode, Json<AudioFileView>)> {
     let sid = path_sid(&sid, "audio file")?;
+    let _: NoParams = query(raw.as_deref())?;
     if !multipart::is_multipart(&req) {
-        return Err(ApiError::invalid("body", "must be multipart/form-data with a file part"));
+        return Err(ApiError::invalid(
+            "body",
+            "must be multipart/form-data with a file part",
+        ));
     }
     let account = caller.account.id;
     // 404 before reading a large body for a file that does not exist.
@@ -448,7 +479,10 @@ pub async fn phone_id(
     if let Some(c) = &country
         && !dialtone_domain::country::is_code(c)
     {
-        checks.fail("country", "must be an ISO 3166 alpha-2 country code, such as GB");
+        checks.fail(
+            "country",
+            "must be an ISO 3166 alpha-2 country code, such as GB",
+        );
     }
     checks.finish()?;
     let id = phone_recording::issue(&state, caller.account.id, sid, country.unwrap_or_default())
