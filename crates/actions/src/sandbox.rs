@@ -108,17 +108,18 @@ const PRELUDE: &str = r#"(() => {
   };
 })()"#;
 
+// Field order is drop order: the saved functions must go before the context and runtime.
 struct Sandbox {
-    runtime: Runtime,
-    context: Context,
-    baseline_memory: usize,
-    uses: u32,
     eval: Persistent<Function<'static>>,
     setup: Persistent<Function<'static>>,
     assign: Persistent<Function<'static>>,
     collect: Persistent<Function<'static>>,
     logs: Persistent<Function<'static>>,
     cleanup: Persistent<Function<'static>>,
+    context: Context,
+    runtime: Runtime,
+    baseline_memory: usize,
+    uses: u32,
 }
 
 impl Sandbox {
