@@ -32,7 +32,11 @@ use crate::protocol::Limits;
 pub(crate) const RENEW_AFTER: u32 = 10_000;
 
 /// Compiled expressions kept per thread before the cache is emptied.
-const MAX_CACHED_EXPRESSIONS: usize = 4096;
+const MAX_CACHED_EXPRESSIONS: usize = 512;
+
+/// Memory allowed to the context beyond its size after creation, besides a batch's own limit:
+/// room for the cache of compiled expressions.
+const CACHE_ALLOWANCE: usize = 2 * 1024 * 1024;
 
 /// Allocation growth between two cycle collections (QuickJS's default is 256 KiB; the frozen
 /// built-ins make each collection cost the same whatever a batch allocated).
@@ -90,13 +94,16 @@ const PRELUDE: &str = r#"(() => {
     }
   }
   freeze(protoOf(G));
-  const runCode = indirectEval('(function (__scope, __code) { with (__scope) { return eval(__code); } })');
+  // Functions reachable from user code (through `arguments.callee`) are frozen with their
+  // prototype objects, so nothing can be left on them for a later batch.
+  const sealFn = (f) => { if (f.prototype) freezeObj(f.prototype); return freezeObj(f); };
+  const runCode = sealFn(indirectEval('(function (__scope, __code) { with (__scope) { return eval(__code); } })'));
   // The batch: its scope object (the run's values live there, never on the global object),
   // the time of `now`, and console lines.
   let batch = null;
   const show = (x) => typeof x === 'string' ? x : (() => { try { const s = stringify(x); return s === undefined ? StringCtor(x) : s; } catch (e) { return StringCtor(x); } })();
   const logger = (level) => (...args) => { if (batch) batch.logs.push([level, map.call(args, show).join(' ')]); };
-  const consoleObj = freezeObj({ log: logger('info'), info: logger('info'), debug: logger('debug'), warn: logger('warn'), error: logger('error') });
+  const consoleObj = freezeObj({ log: sealFn(logger('info')), info: sealFn(logger('info')), debug: sealFn(logger('debug')), warn: sealFn(logger('warn')), error: sealFn(logger('error')) });
   // No run can add a global: sloppy assignments to undeclared names do nothing.
   Object.preventExtensions(G);
   // Binds the names an expression uses (JSON text, or undefined) before it runs.
@@ -109,7 +116,7 @@ const PRELUDE: &str = r#"(() => {
     return scope;
   };
   return {
-    compile: (src) => indirectEval('(function (__scope) { with (__scope) { return (\n' + src + '\n); } })'),
+    compile: (src) => sealFn(indirectEval('(function (__scope) { with (__scope) { return (\n' + src + '\n); } })')),
     setup: (nowText) => {
       const scope = create(null);
       scope.console = consoleObj;
@@ -315,8 +322,11 @@ impl Session {
             self.used = true;
             let limit = self.limits_memory;
             with_sandbox(|sb| {
-                sb.runtime
-                    .set_memory_limit(sb.baseline_memory.saturating_add(limit));
+                sb.runtime.set_memory_limit(
+                    sb.baseline_memory
+                        .saturating_add(CACHE_ALLOWANCE)
+                        .saturating_add(limit),
+                );
             })?;
             let now = self.now.clone();
             self.call_raw(|sb| sb.setup.clone(), move |_, f| f.call::<_, ()>((now,)))?;
