@@ -262,10 +262,10 @@ impl Builder {
             None => None,
         };
         for key in ["params", "result", "events"] {
-            if spec.is_none() {
-                if let Some((k, _)) = fields.get(key) {
-                    return Err(k.error(format!("`{key}` needs an `action` in the same entry")));
-                }
+            if spec.is_none()
+                && let Some((k, _)) = fields.get(key)
+            {
+                return Err(k.error(format!("`{key}` needs an `action` in the same entry")));
             }
         }
         let condition = match fields.get("if") {
@@ -383,10 +383,10 @@ impl Builder {
                 Template::Literal(Value::Object(serde_json::Map::new()))
             }
         };
-        if spec.kind == Kind::Dial {
-            if let Some(node) = params_node {
-                self.answer_on_branch(node);
-            }
+        if spec.kind == Kind::Dial
+            && let Some(node) = params_node
+        {
+            self.answer_on_branch(node);
         }
         let result = match fields.get("result") {
             Some((_, value)) => {
@@ -463,16 +463,12 @@ impl Builder {
     fn answer_on_branch(&mut self, params: &Node) {
         if let NodeValue::Map(pairs) = &params.value {
             for (key, value) in pairs {
-                if key_text(key) == "answerOnBranch" {
-                    if let Some(name) = value.as_str() {
-                        if !name.contains("${{") {
-                            self.references.push((
-                                name.to_string(),
-                                value.clone(),
-                                "answerOnBranch",
-                            ));
-                        }
-                    }
+                if key_text(key) == "answerOnBranch"
+                    && let Some(name) = value.as_str()
+                    && !name.contains("${{")
+                {
+                    self.references
+                        .push((name.to_string(), value.clone(), "answerOnBranch"));
                 }
             }
         }
@@ -539,10 +535,10 @@ impl Builder {
         ty: &'static Ty,
         what: &str,
     ) -> Result<Template, ScenarioError> {
-        if let Some(text) = node.as_str() {
-            if text.contains("${{") {
-                return self.string_template(node, text);
-            }
+        if let Some(text) = node.as_str()
+            && text.contains("${{")
+        {
+            return self.string_template(node, text);
         }
         let scalar = match &node.value {
             NodeValue::Scalar(s) => Some(s),

@@ -257,10 +257,7 @@ impl<'a> Exec<'a> {
                     .and_then(|e| e.action.as_ref())
                     .and_then(|a| a.result.clone());
                 if let Some(name) = result {
-                    if let Err(e) = self.set_variable(&name, value) {
-                        self.fail(e);
-                        return;
-                    }
+                    self.set_variable(&name, value);
                 }
                 if hangup {
                     self.after_hangup(fiber);
@@ -442,7 +439,7 @@ impl<'a> Exec<'a> {
                         match self.action(id, entry, action)? {
                             ActionDone::Value(value) => {
                                 if let Some(name) = &action.result {
-                                    self.set_variable(name, value)?;
+                                    self.set_variable(name, value);
                                 }
                             }
                             ActionDone::Waiting => return Ok(()),
@@ -701,11 +698,10 @@ impl<'a> Exec<'a> {
         out
     }
 
-    fn set_variable(&mut self, name: &str, value: Value) -> Result<(), String> {
+    fn set_variable(&mut self, name: &str, value: Value) {
         // bound again from the run's state the next time a script uses it
         self.bound.remove(name);
         self.state.variables.insert(name.to_string(), value);
-        Ok(())
     }
 
     fn drain_console(&mut self) -> Result<(), String> {

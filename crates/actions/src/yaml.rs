@@ -223,11 +223,11 @@ impl MarkedEventReceiver for Builder {
             Event::MappingEnd => {
                 if let Some(Open::Map(mut shell, anchor, pairs, _)) = self.stack.pop() {
                     // A block mapping is reported after its first key: point at that key.
-                    if let Some((first, _)) = pairs.first() {
-                        if (first.line, first.column) < (shell.line, shell.column) {
-                            shell.line = first.line;
-                            shell.column = first.column;
-                        }
+                    if let Some((first, _)) = pairs.first()
+                        && (first.line, first.column) < (shell.line, shell.column)
+                    {
+                        shell.line = first.line;
+                        shell.column = first.column;
                     }
                     shell.value = NodeValue::Map(pairs);
                     self.push_node(shell, anchor);
