@@ -228,7 +228,9 @@ impl Builder {
             }
             built.push(self.entry(node)?);
         }
-        self.lists[id as usize] = built;
+        if let Some(slot) = self.lists.get_mut(id as usize) {
+            *slot = built;
+        }
         Ok(id)
     }
 
