@@ -526,3 +526,53 @@ fn scenario_accessors() {
     assert!(!sc.has_branch("y"));
     assert_eq!(sc.variables()["$a"], 1);
 }
+
+#[test]
+fn protocol_types_serialize_with_a_type_tag() {
+    let command = dialtone_actions::Command {
+        fiber: 2,
+        kind: CommandKind::SendSms {
+            to: vec!["+447700900555".into()],
+            body: "hi".into(),
+            from: None,
+        },
+    };
+    assert_eq!(
+        serde_json::to_value(&command).expect("serializes"),
+        json!({"fiber": 2, "kind": {"type": "sendSms", "to": ["+447700900555"], "body": "hi", "from": null}})
+    );
+    assert_eq!(
+        serde_json::to_value(CommandKind::Gather {
+            max_digits: 1,
+            min_digits: 1,
+            timeout_secs: 10,
+            finish_on_key: None,
+            prompt: Some(("Press 1".into(), None))
+        })
+        .expect("serializes"),
+        json!({"type": "gather", "maxDigits": 1, "minDigits": 1, "timeoutSecs": 10, "finishOnKey": null, "prompt": ["Press 1", null]})
+    );
+    let event: Event =
+        serde_json::from_value(json!({"type": "result", "fiber": 0, "value": {"ok": true}}))
+            .expect("event");
+    assert_eq!(
+        event,
+        Event::Result {
+            fiber: 0,
+            value: json!({"ok": true})
+        }
+    );
+    let event: Event = serde_json::from_value(
+        json!({"type": "actionEvent", "fiber": 1, "name": "ready", "value": null}),
+    )
+    .expect("event");
+    assert!(matches!(event, Event::ActionEvent { .. }));
+    assert_eq!(
+        serde_json::to_value(Outcome::Failed { error: "x".into() }).expect("outcome"),
+        json!({"type": "failed", "error": "x"})
+    );
+    assert_eq!(
+        serde_json::to_value(Outcome::Waiting).expect("outcome"),
+        json!({"type": "waiting"})
+    );
+}
