@@ -61,6 +61,23 @@ impl E164 {
         &self.0[1..]
     }
 
+    /// The line type as scenarios see it in `call.fromType`: `MOBILE`, `LANDLINE`,
+    /// `TOLLFREE` or `UNKNOWN` (the fictional drama range is mobile).
+    pub fn line_type(&self) -> &'static str {
+        if fictional_country(&self.0).is_some() {
+            return "MOBILE";
+        }
+        let Ok(parsed) = phonenumber::parse(None, &self.0) else {
+            return "UNKNOWN";
+        };
+        match parsed.number_type(&phonenumber::metadata::DATABASE) {
+            phonenumber::Type::Mobile => "MOBILE",
+            phonenumber::Type::FixedLine | phonenumber::Type::FixedLineOrMobile => "LANDLINE",
+            phonenumber::Type::TollFree => "TOLLFREE",
+            _ => "UNKNOWN",
+        }
+    }
+
     /// ISO 3166 alpha-2 country of the number, when the numbering plan knows it.
     pub fn country(&self) -> Option<String> {
         if let Some(country) = fictional_country(&self.0) {

@@ -17,7 +17,9 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::state::AppState;
-use crate::{admin, billing, http, jsonrpc, numbers, ops, rest11, sandbox, v2, webhooks, workers};
+use crate::{
+    admin, billing, http, jsonrpc, numbers, ops, rest11, sandbox, scenarios, v2, webhooks, workers,
+};
 
 /// A server ready to serve: store open and migrated, listener bound.
 pub struct Application {
@@ -45,6 +47,9 @@ impl Application {
             simulated: Some(simulated),
             wake: Arc::new(tokio::sync::Notify::new()),
             http,
+            fetch_http: scenarios::fetch::client()?,
+            engine: scenarios::Engine::start(config_threads())?,
+            parsed: Arc::new(scenarios::ParsedCache::default()),
         };
         if state.config.default_inventory {
             numbers::inventory::load_default_if_empty(&state.store).await?;
@@ -134,4 +139,9 @@ pub fn router(state: AppState) -> Router {
             http::observe,
         ))
         .with_state(state)
+}
+
+/// Interpreter threads: one per core.
+fn config_threads() -> usize {
+    std::thread::available_parallelism().map_or(2, std::num::NonZero::get)
 }

@@ -73,6 +73,10 @@ pub struct Settings {
     /// Longest audio accepted, in seconds [default: 600].
     #[arg(long, env = "DIALTONE_AUDIO_MAX_DURATION", global = true)]
     pub audio_max_duration: Option<u64>,
+    /// Run the background workers (SMS progress, webhook deliveries, expiries, fees) in this
+    /// process; `false` makes an API-only node beside nodes that run them [default: true].
+    #[arg(long, env = "DIALTONE_WORKERS", global = true)]
+    pub workers: Option<bool>,
 }
 
 /// The commands.
@@ -257,6 +261,9 @@ impl Settings {
         }
         if let Some(secs) = self.audio_max_duration.or(file.audio_max_duration) {
             config.audio_max_duration_ms = secs.clamp(1, 24 * 3600) * 1000;
+        }
+        if let Some(run) = self.workers.or(file.workers) {
+            config.run_workers = run;
         }
         config.validate()?;
         Ok(config)

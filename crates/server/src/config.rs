@@ -94,6 +94,8 @@ pub struct FileConfig {
     pub audio_max_bytes: Option<usize>,
     /// See [`Config::audio_max_duration_ms`] (seconds).
     pub audio_max_duration: Option<u64>,
+    /// See [`Config::run_workers`].
+    pub workers: Option<bool>,
 }
 
 impl FileConfig {

@@ -19,6 +19,7 @@ pub mod ops;
 pub mod provisioning;
 pub mod rest11;
 pub mod sandbox;
+pub mod scenarios;
 pub mod sms;
 pub mod state;
 pub mod v2;

@@ -27,6 +27,12 @@ pub struct AppState {
     pub simulated: Option<Arc<Simulated>>,
     /// Wakes the background workers when new work is committed.
     pub wake: Arc<Notify>,
-    /// HTTP client of webhook deliveries and scenario fetches.
+    /// HTTP client of webhook deliveries.
     pub http: reqwest::Client,
+    /// HTTP client of scenario fetches (no redirects).
+    pub fetch_http: reqwest::Client,
+    /// Threads that run the scenario interpreter.
+    pub engine: crate::scenarios::Engine,
+    /// Scenario scripts kept parsed.
+    pub parsed: Arc<crate::scenarios::ParsedCache>,
 }

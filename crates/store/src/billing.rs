@@ -79,9 +79,34 @@ pub fn debit(
     cause: &str,
     now: Timestamp,
 ) -> Result<Spend, DbError> {
+    spend(conn, account_id, amount, kind, cause, now, false)
+}
+
+/// Debits usage that already happened (a call's minutes at hangup): recorded even when it
+/// takes a prepaid balance below zero, with the same thresholds and events as [`debit`].
+pub fn debit_usage(
+    conn: &mut dyn Conn,
+    account_id: i64,
+    amount: Money,
+    kind: &str,
+    cause: &str,
+    now: Timestamp,
+) -> Result<Spend, DbError> {
+    spend(conn, account_id, amount, kind, cause, now, true)
+}
+
+fn spend(
+    conn: &mut dyn Conn,
+    account_id: i64,
+    amount: Money,
+    kind: &str,
+    cause: &str,
+    now: Timestamp,
+    used: bool,
+) -> Result<Spend, DbError> {
     let row = conn.query_opt(
-        &format!("UPDATE accounts SET credit = credit - $1 WHERE id = $2 AND (billing_mode = 'postpaid' OR credit >= $1) RETURNING {AFTER}"),
-        params![amount, account_id],
+        &format!("UPDATE accounts SET credit = credit - $1 WHERE id = $2 AND ($3 OR billing_mode = 'postpaid' OR credit >= $1) RETURNING {AFTER}"),
+        params![amount, account_id, used],
     )?;
     let Some(row) = row else {
         let balance = conn

@@ -9,6 +9,7 @@
 pub mod accounts;
 pub mod audio_files;
 pub mod billing;
+pub mod calls;
 pub mod deliveries;
 pub mod end_users;
 pub mod events;
@@ -17,6 +18,8 @@ pub mod numbers;
 mod pool;
 mod postgres;
 pub mod rates;
+pub mod runs;
+pub mod scenarios;
 pub mod search;
 pub mod sms;
 pub mod sql;

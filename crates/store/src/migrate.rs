@@ -32,6 +32,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(4, "0004_sms"),
     migration!(5, "0005_webhooks"),
     migration!(6, "0006_billing"),
+    migration!(7, "0007_actions"),
     migration!(8, "0008_audio_files"),
 ];
 

@@ -34,17 +34,19 @@ pub(crate) fn run_write_batch(conn: &mut dyn Conn, begin: &str, batch: Vec<Write
     let mut completions: Vec<Completion> = Vec::with_capacity(batch.len());
     let mut any_kept = false;
     for job in batch {
-        if !single && let Err(e) = conn.batch("SAVEPOINT job") {
+        if !single && let Err(e) = conn.execute("SAVEPOINT job", &[]) {
             tracing::error!(error = %e, "could not open a savepoint");
         }
         let (ok, complete) = job(conn);
         if !single {
+            // Single statements through the statement cache: this runs for every write.
             let undo = if ok {
-                "RELEASE SAVEPOINT job"
+                conn.execute("RELEASE SAVEPOINT job", &[])
             } else {
-                "ROLLBACK TO SAVEPOINT job; RELEASE SAVEPOINT job"
+                conn.execute("ROLLBACK TO SAVEPOINT job", &[])
+                    .and_then(|_| conn.execute("RELEASE SAVEPOINT job", &[]))
             };
-            if let Err(e) = conn.batch(undo) {
+            if let Err(e) = undo {
                 tracing::error!(error = %e, "could not close a savepoint");
             }
         }

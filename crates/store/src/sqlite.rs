@@ -22,21 +22,21 @@ pub enum Synchronous {
 /// A rusqlite connection seen through [`Conn`].
 pub(crate) struct SqliteConn<'a>(pub(crate) &'a Connection);
 
-/// Rewrites `$N` placeholders to SQLite's `?N`.
+/// Rewrites `$N` placeholders to SQLite's `?N`: the same length, so a byte copy with the
+/// dollar signs swapped (this runs for every statement, before the statement cache lookup).
 fn placeholders(sql: &str) -> std::borrow::Cow<'_, str> {
-    if !sql.contains('$') {
+    let bytes = sql.as_bytes();
+    if !bytes.contains(&b'$') {
         return sql.into();
     }
-    let mut out = String::with_capacity(sql.len());
-    let mut chars = sql.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '$' && chars.peek().is_some_and(char::is_ascii_digit) {
-            out.push('?');
-        } else {
-            out.push(c);
+    let mut out = bytes.to_vec();
+    for i in 0..out.len().saturating_sub(1) {
+        if out[i] == b'$' && out[i + 1].is_ascii_digit() {
+            out[i] = b'?';
         }
     }
-    out.into()
+    // Only ASCII '$' became ASCII '?', so the bytes are still UTF-8.
+    String::from_utf8(out).map_or_else(|_| sql.into(), Into::into)
 }
 
 impl ToSql for Value {

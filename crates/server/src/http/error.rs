@@ -13,6 +13,12 @@ pub struct Detail {
     pub param: String,
     /// What is wrong with it.
     pub message: String,
+    /// Line of the problem in a scenario script (1-based), for `invalid_scenario`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    /// Column of the problem in a scenario script (1-based), for `invalid_scenario`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<usize>,
 }
 
 impl Detail {
@@ -21,6 +27,8 @@ impl Detail {
         Self {
             param: param.into(),
             message: message.into(),
+            line: None,
+            column: None,
         }
     }
 }

@@ -1,17 +1,24 @@
 //! `/sandbox`: controls of the simulated network, with the same credentials as v2.0, acting
 //! on the caller's account. Mounted only when the simulated network is in use.
 
+mod calls;
 mod sms;
 
 use axum::Router;
-use axum::routing::get;
+use axum::routing::{get, post};
 
 use crate::state::AppState;
 
 /// The sandbox routes.
 pub fn router() -> Router<AppState> {
-    Router::new().route(
-        "/sandbox/sms",
-        get(sms::left_the_platform).post(sms::inbound),
-    )
+    Router::new()
+        .route(
+            "/sandbox/sms",
+            get(sms::left_the_platform).post(sms::inbound),
+        )
+        .route("/sandbox/calls", post(calls::place))
+        .route("/sandbox/calls/{callid}", get(calls::show))
+        .route("/sandbox/calls/{callid}/dtmf", post(calls::dtmf))
+        .route("/sandbox/calls/{callid}/audio", post(calls::audio))
+        .route("/sandbox/calls/{callid}/hangup", post(calls::hangup))
 }

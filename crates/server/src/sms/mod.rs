@@ -185,6 +185,7 @@ pub fn receive(
     to: &str,
     body: &str,
     now: Timestamp,
+    parsed: &crate::scenarios::ParsedCache,
 ) -> ApiResult<Sms> {
     let text = layout(body, None).map_err(|e| text_error(&e))?;
     let new = NewSms {
@@ -207,5 +208,18 @@ pub fn receive(
     };
     let sms = store::insert(c, &new, now)?;
     emit_event(c, &sms, owner.billing_mode.as_str(), now)?;
+    // The scenario attached to the number answers it (the runs worker starts the run).
+    let context = serde_json::json!({
+        "sid": sms.sid.as_str(),
+        "direction": "inbound",
+        "fromNumber": sms.from,
+        "toNumber": sms.to,
+        "bodyText": sms.body,
+        "encoding": sms.encoding,
+        "parts": sms.parts,
+        "status": sms.status,
+        "created": sms.created.to_rfc3339(),
+    });
+    crate::scenarios::call::start_inbound_sms(c, owner.id, to, context, now, parsed)?;
     Ok(sms)
 }

@@ -76,7 +76,7 @@ fn apply(
         && let Some(owner_id) = number.account_id
         && let Some(owner) = accounts::by_id(c, owner_id)?
     {
-        super::receive(c, &owner, &sms.from, &sms.to, &sms.body, now)?;
+        super::receive(c, &owner, &sms.from, &sms.to, &sms.body, now, &state.parsed)?;
     }
     Ok(())
 }

@@ -1,8 +1,10 @@
 //! REST v2.0 under `/v2.0`: every route is registered together with its OpenAPI
 //! description, so `/v2.0/openapi.json` always lists exactly the paths that exist.
 
+pub mod actions;
 pub mod audio_files;
 pub mod billing;
+pub mod calls;
 pub mod common;
 pub mod end_users;
 pub mod number_store;
@@ -22,6 +24,13 @@ use crate::state::AppState;
 pub fn router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     let (router, mut doc) = OpenApiRouter::with_openapi(openapi::base())
         .routes(routes!(ping::ping))
+        .routes(routes!(actions::schema))
+        .routes(routes!(actions::search, actions::create))
+        .routes(routes!(actions::get, actions::update, actions::delete))
+        .routes(routes!(actions::attach_number, actions::detach_number))
+        .routes(routes!(actions::run))
+        .routes(routes!(actions::get_run, actions::stop_run))
+        .routes(routes!(calls::hang_up))
         .routes(routes!(end_users::search, end_users::create))
         .routes(routes!(
             end_users::get,

@@ -3,6 +3,7 @@
 
 mod helpers;
 
+mod actions;
 mod admin;
 mod audio_files;
 mod auth;

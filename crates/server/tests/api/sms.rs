@@ -51,7 +51,7 @@ async fn run_steps(app: &TestApp, steps: usize) {
     app.tick().await;
 }
 
-async fn buy(app: &TestApp, acct: &TestAccount, query: &str) -> String {
+pub async fn buy(app: &TestApp, acct: &TestAccount, query: &str) -> String {
     let (_, r) = send(app.req(acct, Method::POST, &format!("/v2.0/numbers/store?{query}"))).await;
     let (status, bought) = send(app.req(
         acct,

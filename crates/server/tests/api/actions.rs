@@ -1,0 +1,710 @@
+//! Actions scenarios: CRUD and validation, runs (API, inbound SMS, inbound calls), calls on
+//! the simulated network with their CDR, events, billing and recordings.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::both_backends;
+use crate::helpers::{TestAccount, TestApp, assert_error, send};
+use crate::receiver::Receiver;
+use crate::sms::buy;
+
+both_backends!(
+    scenarios_are_validated_with_line_and_column,
+    scenario_crud_search_and_attachments,
+    an_api_run_computes_sends_sms_and_fetches,
+    a_waiting_run_survives_a_restart_and_can_be_stopped,
+    an_inbound_sms_runs_the_attached_scenario,
+    an_inbound_call_follows_the_ivr_and_leaves_cdrs,
+    calls_to_detached_numbers_are_declined,
+    gather_times_out_and_voicemail_records_real_audio,
+    the_api_hangs_up_live_calls_only,
+);
+
+async fn create(
+    app: &TestApp,
+    acct: &TestAccount,
+    name: &str,
+    script: &str,
+) -> (reqwest::StatusCode, Value) {
+    send(
+        app.req(acct, Method::POST, "/v2.0/actions")
+            .json(&json!({"name": name, "script": script})),
+    )
+    .await
+}
+
+async fn scenario(app: &TestApp, acct: &TestAccount, script: &str) -> String {
+    let (status, s) = create(app, acct, "test", script).await;
+    assert_eq!(status, 201, "{s}");
+    s["sid"].as_str().unwrap().to_owned()
+}
+
+/// Polls a run until it is no longer running (bounded).
+async fn finished_run(app: &TestApp, acct: &TestAccount, sid: &str, run: &str) -> Value {
+    for _ in 0..500 {
+        let (status, r) = send(app.req(
+            acct,
+            Method::GET,
+            &format!("/v2.0/actions/{sid}/runs/{run}"),
+        ))
+        .await;
+        assert_eq!(status, 200, "{r}");
+        if r["status"] != "running" {
+            return r;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("the run did not finish");
+}
+
+async fn scenarios_are_validated_with_line_and_column(app: TestApp) {
+    let acct = app.account().await;
+    let cases = [
+        (
+            "branches:\n  api-initiated:\n    actions:\n      - action: say@v2\n        params: {what: [unclosed\n",
+            "yaml",
+        ),
+        (
+            "branches:\n  api-initiated:\n    actions:\n      - action: nosuch@v1\n",
+            "unknown action",
+        ),
+        (
+            "branches:\n  api-initiated:\n    actions:\n      - action: say@v9\n        params: {what: hi}\n",
+            "unknown version",
+        ),
+        (
+            "branches:\n  api-initiated:\n    actions:\n      - if: \"true\"\n        goto: {branch: missing}\n",
+            "missing branch",
+        ),
+        (
+            "branches:\n  api-initiated:\n    actions:\n      - action: log@v1\n        params: {message: \"${{ 1 + }}\"}\n",
+            "bad expression",
+        ),
+        ("nonsense: 1\nbranches: {}\n", "unknown key"),
+        (
+            "branches:\n  api-initiated:\n    actions:\n      - action: gather@v2\n        params: {maxDigits: \"x\"}\n",
+            "bad params",
+        ),
+    ];
+    for (script, why) in cases {
+        let (status, body) = create(&app, &acct, "bad", script).await;
+        assert_error(status, &body, 400, "invalid_scenario");
+        let d = &body["details"][0];
+        assert!(d["line"].as_u64().unwrap() >= 1, "{why}: {body}");
+        assert!(d["column"].as_u64().unwrap() >= 1, "{why}: {body}");
+    }
+    let (status, body) = create(
+        &app,
+        &acct,
+        "bad",
+        "branches:\n  api-initiated:\n    actions:\n      - action: nosuch@v1\n",
+    )
+    .await;
+    assert_error(status, &body, 400, "invalid_scenario");
+    assert_eq!(body["details"][0]["line"], 4, "{body}");
+    let (status, body) = create(&app, &acct, &"n".repeat(65), "branches: {}\n").await;
+    assert_error(status, &body, 400, "validation_error");
+    let (status, body) = send(
+        app.req(&acct, Method::POST, "/v2.0/actions")
+            .json(&json!({"name": "x", "script": "branches: {}", "extra": 1})),
+    )
+    .await;
+    assert_error(status, &body, 400, "validation_error");
+    let (_, list) = send(app.req(&acct, Method::GET, "/v2.0/actions")).await;
+    assert_eq!(list["total"], 0, "nothing was stored");
+    let (status, schema) = send(app.req(&acct, Method::GET, "/v2.0/actions/schema.json")).await;
+    assert_eq!(status, 200);
+    assert!(
+        schema["$schema"]
+            .as_str()
+            .unwrap()
+            .contains("json-schema.org"),
+        "{schema}"
+    );
+}
+
+async fn scenario_crud_search_and_attachments(app: TestApp) {
+    let acct = app.account().await;
+    let other = app.account().await;
+    let script = "branches:\n  inbound-call:\n    actions:\n      - action: say@v2\n        params: {what: hello}\n";
+    let (status, a) = create(&app, &acct, "Sales line", script).await;
+    assert_eq!(status, 201, "{a}");
+    assert_eq!(a["format"], "yaml");
+    assert_eq!(a["version"], "1.0");
+    assert_eq!(a["script"], script);
+    let sid = a["sid"].as_str().unwrap().to_owned();
+    app.clock.advance_ms(1000);
+    let (_, _b) = create(&app, &acct, "Support", script).await;
+    let (_, found) = send(app.req(&acct, Method::GET, "/v2.0/actions?name=sales")).await;
+    assert_eq!(found["total"], 1, "{found}");
+    let (_, sorted) = send(app.req(&acct, Method::GET, "/v2.0/actions?sort=name&order=asc")).await;
+    assert_eq!(sorted["hits"][0]["name"], "Sales line");
+    let (_, by_updated) = send(app.req(&acct, Method::GET, "/v2.0/actions")).await;
+    assert_eq!(
+        by_updated["hits"][0]["name"], "Support",
+        "default sort is updated desc"
+    );
+    let (status, body) = send(app.req(
+        &acct,
+        Method::GET,
+        &format!("/v2.0/actions?name={}", "x".repeat(65)),
+    ))
+    .await;
+    assert_error(status, &body, 400, "validation_error");
+    // Bad PATCH changes nothing; a good one changes the script.
+    let (status, body) = send(
+        app.req(&acct, Method::PATCH, &format!("/v2.0/actions/{sid}"))
+            .json(&json!({"script": "branches: ["})),
+    )
+    .await;
+    assert_error(status, &body, 400, "invalid_scenario");
+    let (_, same) = send(app.req(&acct, Method::GET, &format!("/v2.0/actions/{sid}"))).await;
+    assert_eq!(same["script"], script);
+    let (status, renamed) = send(
+        app.req(&acct, Method::PATCH, &format!("/v2.0/actions/{sid}"))
+            .json(&json!({"name": "Sales"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{renamed}");
+    assert_eq!(renamed["name"], "Sales");
+    // Attach through /actions, see it on both sides, detach, attach again, delete.
+    let number = buy(&app, &acct, "country=GB&type=mobile").await;
+    let (status, _) = send(app.req(
+        &acct,
+        Method::PUT,
+        &format!("/v2.0/actions/{sid}/numbers/{number}"),
+    ))
+    .await;
+    assert_eq!(status, 204);
+    let (_, s) = send(app.req(&acct, Method::GET, &format!("/v2.0/actions/{sid}"))).await;
+    assert_eq!(s["numbers"][0]["e164"], number.as_str(), "{s}");
+    let (_, n) = send(app.req(&acct, Method::GET, &format!("/v2.0/numbers/{number}"))).await;
+    assert_eq!(n["scenario"]["sid"], sid.as_str(), "{n}");
+    let (status, _) = send(app.req(
+        &acct,
+        Method::DELETE,
+        &format!("/v2.0/actions/{sid}/numbers/{number}"),
+    ))
+    .await;
+    assert_eq!(status, 204);
+    let (status, body) = send(app.req(
+        &acct,
+        Method::DELETE,
+        &format!("/v2.0/actions/{sid}/numbers/{number}"),
+    ))
+    .await;
+    assert_error(status, &body, 404, "not_found");
+    send(app.req(
+        &acct,
+        Method::PUT,
+        &format!("/v2.0/actions/{sid}/numbers/{number}"),
+    ))
+    .await;
+    // Another account sees nothing.
+    for (method, path) in [
+        (Method::GET, format!("/v2.0/actions/{sid}")),
+        (Method::PATCH, format!("/v2.0/actions/{sid}")),
+        (Method::DELETE, format!("/v2.0/actions/{sid}")),
+        (Method::POST, format!("/v2.0/actions/{sid}/runs")),
+        (Method::PUT, format!("/v2.0/actions/{sid}/numbers/{number}")),
+    ] {
+        let (status, body) = send(app.req(&other, method, &path).json(&json!({"name": "x"}))).await;
+        assert_eq!(status, 404, "{path}: {body}");
+    }
+    let (status, _) = send(app.req(&acct, Method::DELETE, &format!("/v2.0/actions/{sid}"))).await;
+    assert_eq!(status, 204);
+    let (status, _) = send(app.req(&acct, Method::GET, &format!("/v2.0/actions/{sid}"))).await;
+    assert_eq!(status, 404);
+    let (_, n) = send(app.req(&acct, Method::GET, &format!("/v2.0/numbers/{number}"))).await;
+    assert!(
+        n["scenario"].is_null(),
+        "deleting the scenario detached the number: {n}"
+    );
+}
+
+async fn an_api_run_computes_sends_sms_and_fetches(app: TestApp) {
+    let acct = app.account().await;
+    let receiver = Receiver::start().await;
+    let script = format!(
+        r#"variables:
+  $to: "+447700900555"
+  $count: 1
+branches:
+  api-initiated:
+    actions:
+      - action: javascript@v1
+        params: {{ code: "$count = $count + 41; $greeting = 'hi ' + $name" }}
+      - action: sms@v1
+        params: {{ to: ["${{{{ $to }}}}"], body: "${{{{ $greeting }}}} (${{{{ $count }}}})" }}
+        result: $sent
+      - action: fetch@v2
+        params: {{ url: "{url}", method: POST, body: "${{{{ JSON.stringify({{run: run.type, count: $count}}) }}}}" }}
+        result: $api
+      - if: "$api.ok"
+        then:
+          - action: log@v1
+            params: {{ message: "fetched ${{{{ $api.status }}}}" }}
+"#,
+        url = receiver.url
+    );
+    let sid = scenario(&app, &acct, &script).await;
+    let (status, started) = send(
+        app.req(&acct, Method::POST, &format!("/v2.0/actions/{sid}/runs"))
+            .json(&json!({"variables": {"$name": "Ada"}})),
+    )
+    .await;
+    assert_eq!(status, 202, "{started}");
+    assert_eq!(started["status"], "running");
+    assert_eq!(started["scenario"], sid.as_str());
+    let run = started["runId"].as_str().unwrap();
+    let r = finished_run(&app, &acct, &sid, run).await;
+    assert_eq!(r["status"], "completed", "{r}");
+    assert_eq!(r["type"], "api");
+    assert_eq!(r["variables"]["$count"], 42, "{r}");
+    assert_eq!(r["variables"]["$api"]["status"], 200, "{r}");
+    assert_eq!(r["variables"]["$sent"]["ok"], true, "{r}");
+    assert!(
+        r["log"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["message"] == "fetched 200"),
+        "{r}"
+    );
+    // The SMS went through the same path as POST /sms (stored, billed).
+    let sms_sid = r["variables"]["$sent"]["sids"][0].as_str().unwrap();
+    let (status, sms) = send(app.req(&acct, Method::GET, &format!("/v2.0/sms/{sms_sid}"))).await;
+    assert_eq!(status, 200, "{sms}");
+    assert_eq!(sms["body"], "hi Ada (42)");
+    assert_eq!(sms["to"], "+447700900555");
+    // The fetch reached a real HTTP server.
+    let got = receiver.received();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].json, json!({"run": "api", "count": 42}));
+    // Bad input.
+    let (status, body) = send(
+        app.req(&acct, Method::POST, &format!("/v2.0/actions/{sid}/runs"))
+            .json(&json!({"variables": {"name": 1}})),
+    )
+    .await;
+    assert_error(status, &body, 400, "validation_error");
+    let (status, _) = send(app.req(
+        &acct,
+        Method::GET,
+        &format!("/v2.0/actions/{sid}/runs/zzzzzzzz"),
+    ))
+    .await;
+    assert_eq!(status, 404);
+}
+
+async fn a_waiting_run_survives_a_restart_and_can_be_stopped(app: TestApp) {
+    let acct = app.account().await;
+    let sid = scenario(&app, &acct, "branches:\n  api-initiated:\n    actions:\n      - action: wait@v1\n        params: {seconds: 60}\n      - action: javascript@v1\n        params: {code: \"$done = true\"}\n").await;
+    let (_, started) =
+        send(app.req(&acct, Method::POST, &format!("/v2.0/actions/{sid}/runs"))).await;
+    let run = started["runId"].as_str().unwrap().to_owned();
+    let (_, second) =
+        send(app.req(&acct, Method::POST, &format!("/v2.0/actions/{sid}/runs"))).await;
+    let run2 = second["runId"].as_str().unwrap().to_owned();
+    let (status, _) = send(app.req(
+        &acct,
+        Method::DELETE,
+        &format!("/v2.0/actions/{sid}/runs/{run2}"),
+    ))
+    .await;
+    assert_eq!(status, 204);
+    // Another node (a restarted server) finishes the first run once its time is up.
+    let (_, node2) = app.second_node().await;
+    app.clock.advance_ms(61_000);
+    dialtone::workers::tick(&node2).await.expect("tick");
+    let r = finished_run(&app, &acct, &sid, &run).await;
+    assert_eq!(r["status"], "completed", "{r}");
+    assert_eq!(r["variables"]["$done"], true);
+    let (_, stopped) = send(app.req(
+        &acct,
+        Method::GET,
+        &format!("/v2.0/actions/{sid}/runs/{run2}"),
+    ))
+    .await;
+    assert_eq!(stopped["status"], "stopped", "{stopped}");
+    assert!(stopped["variables"].get("$done").is_none());
+}
+
+async fn an_inbound_sms_runs_the_attached_scenario(app: TestApp) {
+    let acct = app.account().await;
+    let number = buy(&app, &acct, "country=GB&type=mobile").await;
+    let sid = scenario(&app, &acct, "branches:\n  inbound-sms:\n    actions:\n      - action: sms@v1\n        params: {to: [\"${{ sms.fromNumber }}\"], body: \"Thanks: ${{ sms.bodyText }}\"}\n        result: $reply\n").await;
+    send(app.req(
+        &acct,
+        Method::PUT,
+        &format!("/v2.0/numbers/{number}/scenario/{sid}"),
+    ))
+    .await;
+    let (status, sms) = send(
+        app.req(&acct, Method::POST, "/sandbox/sms")
+            .json(&json!({"from": "+447700900777", "to": number, "body": "hello"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{sms}");
+    app.tick().await;
+    let (_, out) = send(app.req(
+        &acct,
+        Method::GET,
+        "/v2.0/sms?direction=outbound&to=%2B447700900777&createdAfter=2025-01-01T00:00:00Z&createdBefore=2026-01-01T00:00:00Z",
+    ))
+    .await;
+    assert_eq!(out["total"], 1, "{out}");
+    assert_eq!(out["hits"][0]["body"], "Thanks: hello");
+    assert_eq!(
+        out["hits"][0]["from"],
+        number.as_str(),
+        "the reply comes from the account's number in that country"
+    );
+}
+
+async fn an_inbound_call_follows_the_ivr_and_leaves_cdrs(app: TestApp) {
+    let acct = app.account().await;
+    let number = buy(&app, &acct, "country=GB&type=mobile").await;
+    let script = r#"variables:
+  $sales: "+447700900123"
+branches:
+  inbound-call:
+    actions:
+      - action: gather@v2
+        params: { maxDigits: 1, timeout: 10, prompt: { what: "Press 1 for sales" } }
+        result: $choice
+      - if: "$choice.digits === '1'"
+        goto: { branch: sales }
+      - action: say@v2
+        params: { what: "Goodbye ${{ call.fromNumber }}" }
+  sales:
+    actions:
+      - action: dial@v1
+        params: { targets: [ { number: "${{ $sales }}", timeout: 20 } ] }
+        result: $dial
+  hangup:
+    actions:
+      - action: javascript@v1
+        params: { code: "$after = 'hangup ran'" }
+"#;
+    let sid = scenario(&app, &acct, script).await;
+    send(app.req(
+        &acct,
+        Method::PUT,
+        &format!("/v2.0/numbers/{number}/scenario/{sid}"),
+    ))
+    .await;
+    let (status, call) = send(
+        app.req(&acct, Method::POST, "/sandbox/calls")
+            .json(&json!({"from": "+447700900999", "to": number})),
+    )
+    .await;
+    assert_eq!(status, 201, "{call}");
+    assert_eq!(call["status"], "answered", "{call}");
+    let kinds: Vec<&str> = call["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["ringing", "answered", "say", "gather"], "{call}");
+    assert_eq!(call["timeline"][2]["data"]["what"], "Press 1 for sales");
+    let callid = call["callid"].as_str().unwrap().to_owned();
+    assert_eq!(app.events(&acct.sid, "call.inbound_start").await.len(), 1);
+    let (status, after) = send(
+        app.req(
+            &acct,
+            Method::POST,
+            &format!("/sandbox/calls/{callid}/dtmf"),
+        )
+        .json(&json!({"digits": "1"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{after}");
+    let dial = after["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["kind"] == "dial")
+        .expect("dialled");
+    assert_eq!(dial["data"]["target"], "+447700900123");
+    assert_eq!(dial["data"]["status"], "answered");
+    assert_eq!(app.events(&acct.sid, "call.outbound_start").await.len(), 1);
+    // Talk for 61 s, then the caller hangs up: two started minutes on each leg.
+    let (_, before) = send(app.req(&acct, Method::GET, "/v2.0/billing/credit")).await;
+    app.clock.advance_ms(61_000);
+    let (status, ended) = send(app.req(
+        &acct,
+        Method::POST,
+        &format!("/sandbox/calls/{callid}/hangup"),
+    ))
+    .await;
+    assert_eq!(status, 200, "{ended}");
+    assert_eq!(ended["status"], "ended");
+    assert_eq!(ended["hangupSource"], "caller");
+    assert_eq!(ended["durationAnswered"], 61);
+    assert_eq!(ended["durationBilled"], 120);
+    let hangups = app.events(&acct.sid, "call.inbound_hangup").await;
+    assert_eq!(hangups.len(), 1);
+    assert_eq!(hangups[0]["callid"], callid.as_str());
+    assert_eq!(app.events(&acct.sid, "call.outbound_hangup").await.len(), 1);
+    let (_, after_credit) = send(app.req(&acct, Method::GET, "/v2.0/billing/credit")).await;
+    let spent: f64 = before["amount"].as_str().unwrap().parse::<f64>().unwrap()
+        - after_credit["amount"]
+            .as_str()
+            .unwrap()
+            .parse::<f64>()
+            .unwrap();
+    assert!(
+        spent > 0.0,
+        "calls are billed per started minute: {before} -> {after_credit}"
+    );
+    let leg_debit = |v: &Value| v["billingDebit"].as_str().unwrap().parse::<f64>().unwrap();
+    let outbound = app.events(&acct.sid, "call.outbound_hangup").await;
+    assert!(leg_debit(&ended) > 0.0, "{ended}");
+    assert!(
+        (spent - leg_debit(&ended) - leg_debit(&outbound[0])).abs() < 0.001,
+        "the ledger took exactly what the CDRs say: {spent} vs {ended} + {}",
+        outbound[0]
+    );
+    // The run went to sales, and the hangup branch ran after the call.
+    let (_, list) = send(app.req(&acct, Method::GET, &format!("/v2.0/actions/{sid}"))).await;
+    assert_eq!(list["sid"], sid.as_str());
+    let runs = app
+        .state
+        .store
+        .read(|c| c.query("SELECT sid, status, variables FROM runs", &[]))
+        .await
+        .expect("runs");
+    assert_eq!(runs.len(), 1);
+    let vars: Value = serde_json::from_str(&runs[0].text(2).unwrap()).unwrap();
+    assert_eq!(vars["$choice"]["digits"], "1", "{vars}");
+    assert_eq!(vars["$dial"]["ok"], true, "{vars}");
+    assert_eq!(vars["$after"], "hangup ran", "{vars}");
+}
+
+async fn calls_to_detached_numbers_are_declined(app: TestApp) {
+    let acct = app.account().await;
+    let number = buy(&app, &acct, "country=GB&type=mobile").await;
+    let (status, call) = send(
+        app.req(&acct, Method::POST, "/sandbox/calls")
+            .json(&json!({"from": "+447700900999", "to": number})),
+    )
+    .await;
+    assert_eq!(status, 201, "{call}");
+    assert_eq!(call["status"], "ended");
+    assert_eq!(call["hangupCause"], 1, "unallocated number");
+    assert!(
+        call["timeline"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["kind"] == "declined"
+                && t["data"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("not allocated")),
+        "{call}"
+    );
+    assert_eq!(app.events(&acct.sid, "call.inbound_hangup").await.len(), 1);
+    let (status, body) = send(
+        app.req(&acct, Method::POST, "/sandbox/calls")
+            .json(&json!({"from": "nope", "to": number})),
+    )
+    .await;
+    assert_error(status, &body, 400, "validation_error");
+}
+
+async fn gather_times_out_and_voicemail_records_real_audio(app: TestApp) {
+    let acct = app.account().await;
+    let number = buy(&app, &acct, "country=GB&type=mobile").await;
+    let script = r#"branches:
+  inbound-call:
+    actions:
+      - action: gather@v2
+        params: { maxDigits: 4, timeout: 5 }
+        result: $code
+      - action: record@v1
+        params: { maxDuration: 30 }
+        result: $voicemail
+      - action: say@v2
+        params: { what: "got ${{ $code.reason }} and ${{ $voicemail.duration }}s" }
+"#;
+    let sid = scenario(&app, &acct, script).await;
+    send(app.req(
+        &acct,
+        Method::PUT,
+        &format!("/v2.0/actions/{sid}/numbers/{number}"),
+    ))
+    .await;
+    let (_, call) = send(
+        app.req(&acct, Method::POST, "/sandbox/calls")
+            .json(&json!({"from": "+447700900999", "to": number})),
+    )
+    .await;
+    let callid = call["callid"].as_str().unwrap().to_owned();
+    send(
+        app.req(
+            &acct,
+            Method::POST,
+            &format!("/sandbox/calls/{callid}/dtmf"),
+        )
+        .json(&json!({"digits": "12"})),
+    )
+    .await;
+    app.clock.advance_ms(5_000);
+    app.tick().await;
+    let (_, now) = send(app.req(&acct, Method::GET, &format!("/sandbox/calls/{callid}"))).await;
+    let gathered = now["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["kind"] == "gathered")
+        .expect("gathered");
+    assert_eq!(
+        gathered["data"],
+        json!({"digits": "12", "reason": "timeout"})
+    );
+    assert!(
+        now["timeline"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["kind"] == "record"),
+        "{now}"
+    );
+    // The caller speaks: 2 s of a 1 kHz tone at 16 kHz, as WAV.
+    let wav = tone_wav(16_000, 2_000);
+    let (status, spoke) = send(
+        app.req(
+            &acct,
+            Method::POST,
+            &format!("/sandbox/calls/{callid}/audio"),
+        )
+        .header("content-type", "audio/wav")
+        .body(wav),
+    )
+    .await;
+    assert_eq!(status, 200, "{spoke}");
+    let says: Vec<&str> = spoke["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["kind"] == "say")
+        .map(|t| t["data"]["what"].as_str().unwrap())
+        .collect();
+    assert_eq!(says, ["got timeout and 2s"], "{spoke}");
+    assert_eq!(
+        spoke["status"], "ended",
+        "the call hangs up at the end of the branch"
+    );
+    let recs = app.events(&acct.sid, "media.recording.new").await;
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0]["type"], "voicemail");
+    assert_eq!(recs[0]["duration"], 2);
+    assert_eq!(recs[0]["callid"], callid.as_str());
+    let rec_sid = recs[0]["sid"].as_str().unwrap().to_owned();
+    let audio = app
+        .state
+        .store
+        .read(move |c| {
+            c.query_one(
+                "SELECT audio FROM recordings WHERE sid = $1",
+                &[rec_sid.as_str().into()],
+            )
+        })
+        .await
+        .expect("recording");
+    let (rate, channels, ms) =
+        dialtone_media::wav_info(&audio.blob(0).unwrap()).expect("a WAV recording");
+    assert_eq!((rate, channels), (8_000, 1));
+    assert!((ms as i64 - 2_000).abs() <= 50, "{ms} ms");
+    // Unusable audio is refused.
+    let (_, call2) = send(
+        app.req(&acct, Method::POST, "/sandbox/calls")
+            .json(&json!({"from": "+447700900999", "to": number})),
+    )
+    .await;
+    let callid2 = call2["callid"].as_str().unwrap();
+    let (status, body) = send(
+        app.req(
+            &acct,
+            Method::POST,
+            &format!("/sandbox/calls/{callid2}/audio"),
+        )
+        .header("content-type", "audio/wav")
+        .body(b"\x89PNG\r\n\x1a\nnot audio".to_vec()),
+    )
+    .await;
+    assert_error(status, &body, 400, "unsupported_format");
+}
+
+async fn the_api_hangs_up_live_calls_only(app: TestApp) {
+    let acct = app.account().await;
+    let other = app.account().await;
+    let number = buy(&app, &acct, "country=GB&type=mobile").await;
+    let sid = scenario(&app, &acct, "branches:\n  inbound-call:\n    actions:\n      - action: startRecording@v1\n        events:\n          ready:\n            - action: javascript@v1\n              params: {code: \"$rec = recording.sid\"}\n      - action: gather@v2\n        params: {maxDigits: 1, timeout: 60}\n").await;
+    send(app.req(
+        &acct,
+        Method::PUT,
+        &format!("/v2.0/actions/{sid}/numbers/{number}"),
+    ))
+    .await;
+    let (_, call) = send(
+        app.req(&acct, Method::POST, "/sandbox/calls")
+            .json(&json!({"from": "+447700900999", "to": number})),
+    )
+    .await;
+    let callid = call["callid"].as_str().unwrap().to_owned();
+    let (status, _) = send(app.req(&other, Method::DELETE, &format!("/v2.0/calls/{callid}"))).await;
+    assert_eq!(status, 404, "another account's call");
+    app.clock.advance_ms(3_000);
+    let (status, _) = send(app.req(&acct, Method::DELETE, &format!("/v2.0/calls/{callid}"))).await;
+    assert_eq!(status, 204);
+    let (status, _) = send(app.req(&acct, Method::DELETE, &format!("/v2.0/calls/{callid}"))).await;
+    assert_eq!(status, 404, "no longer live");
+    let (_, ended) = send(app.req(&acct, Method::GET, &format!("/sandbox/calls/{callid}"))).await;
+    assert_eq!(ended["hangupSource"], "system");
+    let recs = app.events(&acct.sid, "media.recording.new").await;
+    assert_eq!(recs.len(), 1, "startRecording made a call recording");
+    assert_eq!(recs[0]["type"], "call");
+    assert_eq!(recs[0]["duration"], 3, "silence of the call's length");
+    let runs = app
+        .state
+        .store
+        .read(|c| c.query("SELECT variables FROM runs", &[]))
+        .await
+        .expect("runs");
+    let vars: Value = serde_json::from_str(&runs[0].text(0).unwrap()).unwrap();
+    assert_eq!(
+        vars["$rec"], recs[0]["sid"],
+        "events.ready ran with the recording: {vars}"
+    );
+}
+
+/// A mono 16-bit WAV of a 1 kHz tone.
+fn tone_wav(rate: u32, ms: u32) -> Vec<u8> {
+    let n = rate * ms / 1000;
+    let mut data = Vec::with_capacity(n as usize * 2);
+    for i in 0..n {
+        let v =
+            (f64::from(i) * 2.0 * std::f64::consts::PI * 1000.0 / f64::from(rate)).sin() * 12_000.0;
+        data.extend_from_slice(&(v as i16).to_le_bytes());
+    }
+    let mut out = Vec::new();
+    out.extend_from_slice(b"RIFF");
+    out.extend_from_slice(&(36 + data.len() as u32).to_le_bytes());
+    out.extend_from_slice(b"WAVEfmt ");
+    out.extend_from_slice(&16u32.to_le_bytes());
+    out.extend_from_slice(&1u16.to_le_bytes());
+    out.extend_from_slice(&1u16.to_le_bytes());
+    out.extend_from_slice(&rate.to_le_bytes());
+    out.extend_from_slice(&(rate * 2).to_le_bytes());
+    out.extend_from_slice(&2u16.to_le_bytes());
+    out.extend_from_slice(&16u16.to_le_bytes());
+    out.extend_from_slice(b"data");
+    out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    out.extend_from_slice(&data);
+    out
+}

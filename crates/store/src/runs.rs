@@ -1,0 +1,240 @@
+//! Runs of Actions scenarios: the interpreter's state between steps, stored at every step
+//! that waits, so a run survives a restart and any node can resume it.
+//!
+//! Every save checks the `version` it read (optimistic concurrency): two nodes or two events
+//! racing on one run cannot both advance it.
+
+use dialtone_domain::{Sid, Timestamp};
+
+use crate::params;
+use crate::sql::{Conn, DbError, Row};
+
+/// A stored run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    /// Internal key.
+    pub id: i64,
+    /// The run id.
+    pub sid: Sid,
+    /// Owner.
+    pub account_id: i64,
+    /// Scenario sid and name when it started.
+    pub scenario_sid: String,
+    /// Scenario name when it started.
+    pub scenario_name: String,
+    /// The script it runs (a snapshot: editing the scenario does not change a started run).
+    pub script: String,
+    /// `inbound-call`, `inbound-sms`, `api` or `hangup`.
+    pub kind: String,
+    /// `running`, `completed`, `failed` or `stopped`.
+    pub status: String,
+    /// The interpreter's state (JSON), None once ended.
+    pub state: Option<String>,
+    /// Variables with their values (JSON object).
+    pub variables: String,
+    /// Log lines (JSON array).
+    pub log: String,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// The call it drives, if any.
+    pub call_id: Option<i64>,
+    /// Commands waiting for an outside result (JSON array).
+    pub pending: String,
+    /// Bumped at every save.
+    pub version: i64,
+    /// When a timer of the run is due.
+    pub next_at: Option<Timestamp>,
+    /// Start.
+    pub started: Timestamp,
+    /// End.
+    pub ended: Option<Timestamp>,
+}
+
+const COLUMNS: &str = "id, sid, account_id, scenario_sid, scenario_name, script, type, status, state, variables, log, error, call_id, pending, version, next_at, started, ended";
+
+fn from_row(r: &Row) -> Result<Run, DbError> {
+    Ok(Run {
+        id: r.int(0)?,
+        sid: Sid::from_stored(r.text(1)?),
+        account_id: r.int(2)?,
+        scenario_sid: r.text(3)?,
+        scenario_name: r.text(4)?,
+        script: r.text(5)?,
+        kind: r.text(6)?,
+        status: r.text(7)?,
+        state: r.opt_text(8)?,
+        variables: r.text(9)?,
+        log: r.text(10)?,
+        error: r.opt_text(11)?,
+        call_id: r.opt_int(12)?,
+        pending: r.text(13)?,
+        version: r.int(14)?,
+        next_at: r.opt_timestamp(15)?,
+        started: r.timestamp(16)?,
+        ended: r.opt_timestamp(17)?,
+    })
+}
+
+/// What a new run starts with.
+#[derive(Debug, Clone)]
+pub struct NewRun<'a> {
+    /// Owner.
+    pub account_id: i64,
+    /// Scenario sid.
+    pub scenario_sid: &'a str,
+    /// Scenario name.
+    pub scenario_name: &'a str,
+    /// Script snapshot.
+    pub script: &'a str,
+    /// Run type.
+    pub kind: &'a str,
+    /// The call it drives.
+    pub call_id: Option<i64>,
+}
+
+/// Creates a run in `running` with no state yet; the driver saves its first step.
+pub fn create(conn: &mut dyn Conn, new: &NewRun<'_>, now: Timestamp) -> Result<Run, DbError> {
+    loop {
+        let sid = Sid::generate();
+        let row = conn.query_opt(
+            &format!(
+                "INSERT INTO runs (sid, account_id, scenario_sid, scenario_name, script, type, status, call_id, started, updated) \
+                 VALUES ($1, $2, $3, $4, $5, $6, 'running', $7, $8, $8) ON CONFLICT (sid) DO NOTHING RETURNING {COLUMNS}"
+            ),
+            params![
+                &sid,
+                new.account_id,
+                new.scenario_sid,
+                new.scenario_name,
+                new.script,
+                new.kind,
+                new.call_id,
+                now
+            ],
+        )?;
+        if let Some(r) = row {
+            return from_row(&r);
+        }
+    }
+}
+
+/// A run by its internal key.
+pub fn by_id(conn: &mut dyn Conn, id: i64) -> Result<Option<Run>, DbError> {
+    conn.query_opt(
+        &format!("SELECT {COLUMNS} FROM runs WHERE id = $1"),
+        params![id],
+    )?
+    .map(|r| from_row(&r))
+    .transpose()
+}
+
+/// A run of the account's scenario.
+pub fn get(
+    conn: &mut dyn Conn,
+    account_id: i64,
+    scenario_sid: &str,
+    sid: &Sid,
+) -> Result<Option<Run>, DbError> {
+    conn.query_opt(
+        &format!(
+            "SELECT {COLUMNS} FROM runs WHERE account_id = $1 AND scenario_sid = $2 AND sid = $3"
+        ),
+        params![account_id, scenario_sid, sid],
+    )?
+    .map(|r| from_row(&r))
+    .transpose()
+}
+
+/// The live runs driving a call.
+pub fn live_for_call(conn: &mut dyn Conn, call_id: i64) -> Result<Vec<Run>, DbError> {
+    conn.query(
+        &format!(
+            "SELECT {COLUMNS} FROM runs WHERE call_id = $1 AND status = 'running' ORDER BY id"
+        ),
+        params![call_id],
+    )?
+    .iter()
+    .map(from_row)
+    .collect()
+}
+
+/// What a step changes in a run.
+#[derive(Debug, Clone)]
+pub struct Progress<'a> {
+    /// New status.
+    pub status: &'a str,
+    /// New interpreter state (None once ended).
+    pub state: Option<&'a str>,
+    /// Variables (JSON object).
+    pub variables: &'a str,
+    /// Whole log (JSON array).
+    pub log: &'a str,
+    /// Error, when failed.
+    pub error: Option<&'a str>,
+    /// Commands waiting for an outside result (JSON array).
+    pub pending: &'a str,
+    /// Timer.
+    pub next_at: Option<Timestamp>,
+}
+
+/// Saves a step if nobody saved the run since `version` was read; false when someone did
+/// (the caller reloads and tries again).
+pub fn save(
+    conn: &mut dyn Conn,
+    id: i64,
+    version: i64,
+    p: &Progress<'_>,
+    now: Timestamp,
+) -> Result<bool, DbError> {
+    let ended = (p.status != "running").then_some(now);
+    let n = conn.execute(
+        "UPDATE runs SET status = $1, state = $2, variables = $3, log = $4, error = $5, pending = $6, next_at = $7, \
+         ended = COALESCE(ended, $8), updated = $9, version = version + 1 WHERE id = $10 AND version = $11",
+        params![
+            p.status, p.state, p.variables, p.log, p.error, p.pending, p.next_at, ended, now, id,
+            version
+        ],
+    )?;
+    Ok(n == 1)
+}
+
+/// Runs whose timer is due, leased for `lease_ms` so that one node takes each.
+pub fn claim_due(
+    conn: &mut dyn Conn,
+    now: Timestamp,
+    lease_ms: i64,
+    limit: i64,
+) -> Result<Vec<Run>, DbError> {
+    let due: Vec<Run> = conn
+        .query(
+            &format!(
+                "SELECT {COLUMNS} FROM runs WHERE next_at IS NOT NULL AND next_at <= $1 AND status = 'running' ORDER BY next_at LIMIT $2"
+            ),
+            params![now, limit],
+        )?
+        .iter()
+        .map(from_row)
+        .collect::<Result<_, _>>()?;
+    for run in &due {
+        conn.execute(
+            "UPDATE runs SET next_at = $1 WHERE id = $2",
+            params![now.plus_ms(lease_ms), run.id],
+        )?;
+    }
+    Ok(due)
+}
+
+/// Stores a run's start (its entry branch and context) and leases it until `lease`: the
+/// node that created it drives it; if that node dies, the worker starts it after the lease.
+pub fn set_start(
+    conn: &mut dyn Conn,
+    id: i64,
+    state: &str,
+    lease: Timestamp,
+) -> Result<(), DbError> {
+    conn.execute(
+        "UPDATE runs SET state = $1, next_at = $2 WHERE id = $3",
+        params![state, lease, id],
+    )?;
+    Ok(())
+}
