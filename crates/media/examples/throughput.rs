@@ -28,29 +28,78 @@ fn make(dir: &Path, file: &str, rate: u32, seconds: u64, codec: &[&str]) -> Opti
          anoisesrc=a=0.05:r={rate}:d={seconds}[c];[a][b][c]amix=inputs=3[out]"
     );
     let status = Command::new("ffmpeg")
-        .args(["-hide_banner", "-loglevel", "error", "-y", "-filter_complex", &source])
+        .args([
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-y",
+            "-filter_complex",
+            &source,
+        ])
         .args(["-map", "[out]", "-ac", "2"])
         .args(codec)
         .arg(&path)
         .status()
         .ok()?;
-    status.success().then(|| std::fs::read(&path).ok()).flatten()
+    status
+        .success()
+        .then(|| std::fs::read(&path).ok())
+        .flatten()
 }
 
 fn main() {
-    let seconds: u64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(60);
+    let seconds: u64 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60);
     let dir = tempfile::tempdir().expect("temp dir");
     let cases: [(&str, u32, &[&str], DeclaredType); 6] = [
-        ("wav 44.1 kHz stereo", 44_100, &["-c:a", "pcm_s16le", "-f", "wav"], DeclaredType::Wav),
-        ("flac 44.1 kHz stereo", 44_100, &["-c:a", "flac", "-f", "flac"], DeclaredType::Flac),
-        ("mp3 44.1 kHz 128k", 44_100, &["-c:a", "libmp3lame", "-b:a", "128k", "-f", "mp3"], DeclaredType::Mpeg),
-        ("aac/m4a 48 kHz 128k", 48_000, &["-c:a", "aac", "-b:a", "128k", "-f", "ipod"], DeclaredType::Mp4),
-        ("ogg vorbis 44.1 kHz q4", 44_100, &["-c:a", "libvorbis", "-q:a", "4", "-f", "ogg"], DeclaredType::Ogg),
-        ("ogg opus 48 kHz 64k", 48_000, &["-c:a", "libopus", "-b:a", "64k", "-f", "ogg"], DeclaredType::Ogg),
+        (
+            "wav 44.1 kHz stereo",
+            44_100,
+            &["-c:a", "pcm_s16le", "-f", "wav"],
+            DeclaredType::Wav,
+        ),
+        (
+            "flac 44.1 kHz stereo",
+            44_100,
+            &["-c:a", "flac", "-f", "flac"],
+            DeclaredType::Flac,
+        ),
+        (
+            "mp3 44.1 kHz 128k",
+            44_100,
+            &["-c:a", "libmp3lame", "-b:a", "128k", "-f", "mp3"],
+            DeclaredType::Mpeg,
+        ),
+        (
+            "aac/m4a 48 kHz 128k",
+            48_000,
+            &["-c:a", "aac", "-b:a", "128k", "-f", "ipod"],
+            DeclaredType::Mp4,
+        ),
+        (
+            "ogg vorbis 44.1 kHz q4",
+            44_100,
+            &["-c:a", "libvorbis", "-q:a", "4", "-f", "ogg"],
+            DeclaredType::Ogg,
+        ),
+        (
+            "ogg opus 48 kHz 64k",
+            48_000,
+            &["-c:a", "libopus", "-b:a", "64k", "-f", "ogg"],
+            DeclaredType::Ogg,
+        ),
     ];
-    let limits = Limits { max_bytes: usize::MAX, max_duration_ms: 24 * 3600 * 1000 };
+    let limits = Limits {
+        max_bytes: usize::MAX,
+        max_duration_ms: 24 * 3600 * 1000,
+    };
     println!("{seconds} s of audio per format, one thread\n");
-    println!("{:<24} {:>10} {:>10} {:>14}", "format", "input KiB", "CPU s", "audio s / CPU s");
+    println!(
+        "{:<24} {:>10} {:>10} {:>14}",
+        "format", "input KiB", "CPU s", "audio s / CPU s"
+    );
     for (i, (label, rate, codec, declared)) in cases.iter().enumerate() {
         let Some(bytes) = make(dir.path(), &format!("in{i}"), *rate, seconds, codec) else {
             println!("{label:<24} (ffmpeg could not make it: install ffmpeg)");

@@ -458,6 +458,17 @@ async fn audio_size_and_duration_limits(app: TestApp) {
     )
     .await;
     assert_error(status, &v, 400, "file_too_large");
+    // Far over the limit: refused from Content-Length, before the body is read.
+    let big = vec![7u8; 3 * 1024 * 1024];
+    let (status, v) = send_multipart(
+        &app,
+        &acct,
+        Method::POST,
+        "/v2.0/audio-files",
+        &[("name", None, b"huge"), ("file", Some("audio/wav"), &big)],
+    )
+    .await;
+    assert_error(status, &v, 400, "file_too_large");
     let (_, v) = send(app.req(&acct, Method::GET, "/v2.0/audio-files")).await;
     assert_eq!(v["total"], 0, "nothing stored: {v}");
     assert!(
