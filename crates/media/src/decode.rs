@@ -202,8 +202,8 @@ fn decode_symphonia(
     Ok(())
 }
 
-/// Opus in Ogg: symphonia demultiplexes, the pure-Rust `opus-decoder` decodes at 48 kHz mono
-/// (it downmixes stereo itself). Pre-skip and end trimming come from the packets' trim values.
+/// Opus in Ogg: symphonia demultiplexes, `ropus` (a pure-Rust port of the reference libopus
+/// decoder, no C) decodes at 48 kHz mono (it downmixes stereo itself). Pre-skip and end trimming come from the packets' trim values.
 fn decode_opus(
     format: &mut dyn FormatReader,
     track_id: u32,
@@ -217,17 +217,18 @@ fn decode_opus(
             "Opus with {channels} channels is not supported"
         )));
     }
-    let mut decoder = opus_decoder::OpusDecoder::new(RATE, 1).map_err(undecodable)?;
+    let mut decoder = ropus::Decoder::new(RATE, ropus::Channels::Mono)
+        .map_err(|e| undecodable(format!("{e:?}")))?;
     // 120 ms at 48 kHz is the longest Opus packet.
     let mut pcm = vec![0f32; 5760];
     let mut bad = BadPackets { consecutive: 0 };
     let mut skip = params.delay.unwrap_or(0) as usize;
     let mut trimmed_by_packets = false;
     while let Some(packet) = next_packet(format, track_id)? {
-        let frames = match decoder.decode_float(&packet.data, &mut pcm, false) {
+        let frames = match decoder.decode_float(&packet.data, &mut pcm, ropus::DecodeMode::Normal) {
             Ok(frames) => frames.min(pcm.len()),
             Err(e) => {
-                bad.record(e)?;
+                bad.record(format!("{e:?}"))?;
                 continue;
             }
         };

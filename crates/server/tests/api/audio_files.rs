@@ -175,6 +175,21 @@ async fn audio_create_get_patch_delete(app: TestApp) {
 
     let events = app.events(&acct.sid, "media.library.status_update").await;
     assert_eq!(statuses(&events, &sid.to_uppercase()), ["PENDING_CONTENT"]);
+
+    // Every route is in the OpenAPI document, with both create bodies.
+    let (status, doc) = send(app.anon(Method::GET, "/v2.0/openapi.json")).await;
+    assert_eq!(status, 200);
+    for path in [
+        "/audio-files",
+        "/audio-files/{sid}",
+        "/audio-files/{sid}/file",
+        "/audio-files/{sid}/phone-id",
+    ] {
+        assert!(doc["paths"][path].is_object(), "{path} missing");
+    }
+    let create = &doc["paths"]["/audio-files"]["post"]["requestBody"]["content"];
+    assert!(create["application/json"].is_object(), "{create}");
+    assert!(create["multipart/form-data"].is_object(), "{create}");
 }
 
 async fn audio_bad_input(app: TestApp) {
