@@ -756,6 +756,29 @@ async fn audio_conversion_resumes_after_crash(app: TestApp) {
         .expect("finish");
     assert_eq!(result, None);
     assert_eq!(get(&app, &acct, &sid).await["status"], "ready");
+
+    // Content whose conversion never finishes (its workers keep dying) ends in error.
+    let sid = upload(&app, &acct, "poison", "audio/wav", &fixture("tone1k.wav")).await;
+    for _ in 0..dialtone::media::conversion::MAX_ATTEMPTS {
+        let now = dialtone_domain::Clock::now(&app.clock);
+        let claimed = app
+            .state
+            .store
+            .write(move |c| audio_files::claim_conversions(c, now, LEASE_MS, 10))
+            .await
+            .expect("claim");
+        assert_eq!(claimed.len(), 1);
+        app.clock.advance_ms(LEASE_MS + 1);
+    }
+    assert_eq!(app.tick().await, 1);
+    let v = get(&app, &acct, &sid).await;
+    assert_eq!(v["status"], "error", "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("undecodable")),
+        "{v}"
+    );
 }
 
 async fn audio_phone_recording(app: TestApp) {
