@@ -912,6 +912,24 @@ async fn audio_json_rpc(app: TestApp) {
     assert_eq!(v["result"]["name"], "Hello");
     let v = rpc(&app, &acct, "media/library.get_list", json!([null])).await;
     assert_eq!(v["result"].as_array().map(Vec::len), Some(1), "{v}");
+    let v = rpc(
+        &app,
+        &acct,
+        "media/library.search",
+        json!([{"name": "ell", "status": "READY"}, {"limit": 5}]),
+    )
+    .await;
+    assert_eq!(v["result"]["total"], 1, "{v}");
+    assert_eq!(v["result"]["hits"][0]["hash"], hash.as_str());
+    assert_eq!(v["result"]["has_more"], false);
+    let v = rpc(
+        &app,
+        &acct,
+        "media/library.search",
+        json!([{"status": "DONE"}, null]),
+    )
+    .await;
+    assert_eq!(v["error"]["code"], 151, "{v}");
     let v = rpc(&app, &acct, "media/library.get_phone_id", json!([id, "GB"])).await;
     assert!(
         v["result"]["phone_number"]
