@@ -1,7 +1,7 @@
 //! From YAML text to a validated [`Scenario`]: grammar, parameters, branch references and a
 //! compile check of every JavaScript expression (nothing is run).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::Value;
 
@@ -32,7 +32,7 @@ pub fn parse_scenario(yaml: &str) -> Result<Scenario, ScenarioError> {
         language: None,
         branches: BTreeMap::new(),
         lists: Vec::new(),
-        declared: Vec::new(),
+        script_names: HashMap::new(),
         fingerprint: scenario::fingerprint(yaml),
     };
     let mut branches_node = None;
@@ -103,13 +103,12 @@ pub fn parse_scenario(yaml: &str) -> Result<Scenario, ScenarioError> {
                 ),
             )
         })?;
-        collect_dollar_names(&check.source, &mut builder.declared);
+        scenario
+            .script_names
+            .entry(check.source.clone())
+            .or_insert_with(|| names_used(&check.source));
     }
     scenario.lists = builder.lists;
-    for (name, _) in &scenario.variables {
-        builder.declared.insert(name.clone());
-    }
-    scenario.declared = builder.declared.into_iter().collect();
     Ok(scenario)
 }
 
@@ -125,7 +124,6 @@ struct Builder {
     lists: Vec<Vec<Entry>>,
     references: Vec<(String, Node, &'static str)>,
     scripts: Vec<Script>,
-    declared: BTreeSet<String>,
 }
 
 fn defaults(node: &Node) -> Result<(bool, Option<String>), ScenarioError> {
@@ -209,7 +207,6 @@ impl Builder {
         let mut out = Vec::new();
         for (key, value) in pairs {
             let name = variable_name(key)?;
-            self.declared.insert(name.clone());
             // `$x: undefined` declares a variable without a value.
             if value.as_str() == Some("undefined")
                 && matches!(&value.value, NodeValue::Scalar(s) if s.kind == ScalarKind::Str)
@@ -231,7 +228,9 @@ impl Builder {
             }
             built.push(self.entry(node)?);
         }
-        self.lists[id as usize] = built;
+        if let Some(slot) = self.lists.get_mut(id as usize) {
+            *slot = built;
+        }
         Ok(id)
     }
 
@@ -265,10 +264,10 @@ impl Builder {
             None => None,
         };
         for key in ["params", "result", "events"] {
-            if spec.is_none() {
-                if let Some((k, _)) = fields.get(key) {
-                    return Err(k.error(format!("`{key}` needs an `action` in the same entry")));
-                }
+            if spec.is_none()
+                && let Some((k, _)) = fields.get(key)
+            {
+                return Err(k.error(format!("`{key}` needs an `action` in the same entry")));
             }
         }
         let condition = match fields.get("if") {
@@ -386,15 +385,14 @@ impl Builder {
                 Template::Literal(Value::Object(serde_json::Map::new()))
             }
         };
-        if spec.kind == Kind::Dial {
-            if let Some(node) = params_node {
-                self.answer_on_branch(node);
-            }
+        if spec.kind == Kind::Dial
+            && let Some(node) = params_node
+        {
+            self.answer_on_branch(node);
         }
         let result = match fields.get("result") {
             Some((_, value)) => {
                 let name = variable_name(value)?;
-                self.declared.insert(name.clone());
                 Some(name)
             }
             None => None,
@@ -467,16 +465,12 @@ impl Builder {
     fn answer_on_branch(&mut self, params: &Node) {
         if let NodeValue::Map(pairs) = &params.value {
             for (key, value) in pairs {
-                if key_text(key) == "answerOnBranch" {
-                    if let Some(name) = value.as_str() {
-                        if !name.contains("${{") {
-                            self.references.push((
-                                name.to_string(),
-                                value.clone(),
-                                "answerOnBranch",
-                            ));
-                        }
-                    }
+                if key_text(key) == "answerOnBranch"
+                    && let Some(name) = value.as_str()
+                    && !name.contains("${{")
+                {
+                    self.references
+                        .push((name.to_string(), value.clone(), "answerOnBranch"));
                 }
             }
         }
@@ -543,10 +537,10 @@ impl Builder {
         ty: &'static Ty,
         what: &str,
     ) -> Result<Template, ScenarioError> {
-        if let Some(text) = node.as_str() {
-            if text.contains("${{") {
-                return self.string_template(node, text);
-            }
+        if let Some(text) = node.as_str()
+            && text.contains("${{")
+        {
+            return self.string_template(node, text);
         }
         let scalar = match &node.value {
             NodeValue::Scalar(s) => Some(s),
@@ -657,27 +651,46 @@ fn variable_name(node: &Node) -> Result<String, ScenarioError> {
     Ok(text.to_string())
 }
 
-/// Adds every `$identifier` written in `source` to `out`.
-fn collect_dollar_names(source: &str, out: &mut BTreeSet<String>) {
+/// Values the run provides besides `$variables`.
+const PREDEFINED: &[&str] = &[
+    "now",
+    "run",
+    "scenario",
+    "app",
+    "integrations",
+    "call",
+    "sms",
+    "event",
+    "recording",
+];
+
+/// The `$identifiers` and predefined names a script uses (identifiers not after a `.`).
+fn names_used(source: &str) -> Vec<String> {
     let chars: Vec<char> = source.chars().collect();
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+    let mut out = BTreeSet::new();
     let mut i = 0;
     while i < chars.len() {
-        let starts = chars[i] == '$'
-            && (i == 0
-                || !(chars[i - 1].is_alphanumeric() || chars[i - 1] == '_' || chars[i - 1] == '$'));
-        if starts {
-            let mut j = i + 1;
-            while j < chars.len() && (chars[j].is_alphanumeric() || chars[j] == '_') {
+        if is_ident(chars[i]) && !(i > 0 && is_ident(chars[i - 1])) {
+            let mut j = i;
+            while j < chars.len() && is_ident(chars[j]) {
                 j += 1;
             }
-            if j > i + 1 {
-                out.insert(chars[i..j].iter().collect());
+            let before = chars[..i].iter().rev().find(|c| !c.is_whitespace());
+            let word: String = chars[i..j].iter().collect();
+            let is_property = before == Some(&'.') && chars[..i].iter().rev().nth(1) != Some(&'.');
+            if !is_property
+                && ((word.starts_with('$') && word.len() > 1)
+                    || PREDEFINED.contains(&word.as_str()))
+            {
+                out.insert(word);
             }
             i = j;
         } else {
             i += 1;
         }
     }
+    out.into_iter().collect()
 }
 
 fn shorten(source: &str) -> String {

@@ -5,14 +5,14 @@
 //! `javascript@v1`), `if`, `then` and `goto` run inside the call. See the crate README for the
 //! driver protocol.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::catalog::Kind;
 use crate::commands;
 use crate::protocol::{Command, CommandKind, Context, Event, Limits, LogEntry, Outcome, Step};
-use crate::sandbox::{JsError, Session};
+use crate::sandbox::{Bindings, JsError, Session};
 use crate::scenario::{ActionCall, Entry, ListId, Scenario};
 use crate::state::{Fiber, Frame, Handler, Phase, RunState, Waiting};
 use crate::template::{Part, Template};
@@ -125,6 +125,9 @@ pub fn resume(
     exec.finish()
 }
 
+/// Values only some fibers have (event handlers).
+const LOCALS: [&str; 2] = ["event", "recording"];
+
 enum ActionDone {
     /// The action finished here with this result.
     Value(Value),
@@ -140,8 +143,9 @@ struct Exec<'a> {
     now: String,
     limits: &'a Limits,
     session: Option<Session>,
+    /// Names bound into the batch's scope so far, and the fiber whose locals they hold.
+    bound: HashSet<String>,
     locals_of: Option<u32>,
-    local_names: Vec<String>,
     queue: VecDeque<u32>,
     commands: Vec<Command>,
     log: Vec<LogEntry>,
@@ -156,8 +160,8 @@ impl<'a> Exec<'a> {
             now: now.to_string(),
             limits,
             session: None,
+            bound: HashSet::new(),
             locals_of: None,
-            local_names: Vec::new(),
             queue: VecDeque::new(),
             commands: Vec::new(),
             log: Vec::new(),
@@ -253,10 +257,7 @@ impl<'a> Exec<'a> {
                     .and_then(|e| e.action.as_ref())
                     .and_then(|a| a.result.clone());
                 if let Some(name) = result {
-                    if let Err(e) = self.set_variable(&name, value) {
-                        self.fail(e);
-                        return;
-                    }
+                    self.set_variable(&name, value);
                 }
                 if hangup {
                     self.after_hangup(fiber);
@@ -423,9 +424,10 @@ impl<'a> Exec<'a> {
                         ));
                     }
                     if let Some(cond) = &entry.condition {
+                        let bindings = self.bindings(id, cond);
                         let truthy = self
-                            .js(id)?
-                            .eval_bool(cond)
+                            .session()
+                            .eval_bool(cond, bindings)
                             .map_err(|e| self.js_error(e, entry, "if"))?;
                         if !truthy {
                             self.set_frame(pos, frame.index + 1, Phase::Start);
@@ -437,7 +439,7 @@ impl<'a> Exec<'a> {
                         match self.action(id, entry, action)? {
                             ActionDone::Value(value) => {
                                 if let Some(name) = &action.result {
-                                    self.set_variable(name, value)?;
+                                    self.set_variable(name, value);
                                 }
                             }
                             ActionDone::Waiting => return Ok(()),
@@ -518,9 +520,10 @@ impl<'a> Exec<'a> {
         match spec.kind {
             Kind::Javascript => {
                 let code = action.code.as_deref().unwrap_or_default();
+                let bindings = self.bindings(fiber, code);
                 let value = self
-                    .js(fiber)?
-                    .run_code(code)
+                    .session()
+                    .run_code(code, bindings)
                     .map_err(|e| self.js_error(e, entry, "javascript@v1"))?;
                 self.drain_console()?;
                 Ok(ActionDone::Value(value))
@@ -612,7 +615,8 @@ impl<'a> Exec<'a> {
         Ok(match t {
             Template::Literal(v) => v.clone(),
             Template::Expr(e) => {
-                let v = self.js(fiber)?.eval_json(e);
+                let bindings = self.bindings(fiber, e);
+                let v = self.session().eval_json(e, bindings);
                 v.map_err(|err| self.js_error(err, entry, what))?
             }
             Template::Interp(parts) => {
@@ -621,7 +625,8 @@ impl<'a> Exec<'a> {
                     match part {
                         Part::Text(t) => out.push_str(t),
                         Part::Expr(e) => {
-                            let s = self.js(fiber)?.eval_string(e);
+                            let bindings = self.bindings(fiber, e);
+                            let s = self.session().eval_string(e, bindings);
                             out.push_str(&s.map_err(|err| self.js_error(err, entry, what))?);
                         }
                     }
@@ -647,73 +652,56 @@ impl<'a> Exec<'a> {
 
     // ---- JavaScript ----
 
-    /// The batch's sandbox, set up with the run's values and the fiber's locals.
-    fn js(&mut self, fiber: u32) -> Result<&mut Session, String> {
-        if self.session.is_none() {
-            let mut session = Session::begin(self.limits);
-            let setup = self.setup_json();
-            if let Err(e) = session.setup(&setup) {
-                session.finish();
-                return Err(self.limit_error(e, "setting up the sandbox"));
-            }
-            self.session = Some(session);
-        }
+    /// The batch's sandbox session, begun on first use.
+    fn session(&mut self) -> &mut Session {
+        let (limits, fingerprint, now) = (self.limits, &self.scenario.fingerprint, &self.now);
+        self.session
+            .get_or_insert_with(|| Session::begin(limits, fingerprint, now))
+    }
+
+    /// The values a script needs that are not yet in the batch's scope (or may have changed:
+    /// a fiber's locals when another fiber evaluated last).
+    fn bindings(&mut self, fiber: u32, source: &str) -> Bindings {
         if self.locals_of != Some(fiber) {
-            let locals = self
-                .state
-                .fibers
-                .iter()
-                .find(|f| f.id == fiber)
-                .map(|f| f.locals.clone())
-                .unwrap_or_default();
-            let old = std::mem::take(&mut self.local_names);
-            let limit_error = |e: JsError| match e {
-                JsError::Script(m) => m,
-                other => format!("{other:?}"),
-            };
-            if let Some(session) = self.session.as_mut() {
-                for name in old {
-                    if !locals.contains_key(&name) {
-                        session.assign(&name, None).map_err(limit_error)?;
-                    }
-                }
-                for (name, value) in &locals {
-                    session.assign(name, Some(value)).map_err(limit_error)?;
-                }
+            for name in LOCALS {
+                self.bound.remove(name);
             }
-            self.local_names = locals.keys().cloned().collect();
             self.locals_of = Some(fiber);
         }
-        self.session
-            .as_mut()
-            .ok_or_else(|| "internal: sandbox missing".to_string())
+        let Some(names) = self.scenario.script_names.get(source) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for name in names {
+            if self.bound.contains(name) {
+                continue;
+            }
+            let text = match name.as_str() {
+                n if n.starts_with('$') => self.state.variables.get(n).map(Value::to_string),
+                "now" => None,
+                "run" => Some(self.state.run.to_string()),
+                "scenario" | "app" => Some(self.state.scenario.to_string()),
+                "integrations" => Some(r#"{"defaults":{}}"#.to_string()),
+                "call" => self.state.call.as_ref().map(Value::to_string),
+                "sms" => self.state.sms.as_ref().map(Value::to_string),
+                local => self
+                    .state
+                    .fibers
+                    .iter()
+                    .find(|f| f.id == fiber)
+                    .and_then(|f| f.locals.get(local))
+                    .map(Value::to_string),
+            };
+            self.bound.insert(name.clone());
+            out.push((name.clone(), text));
+        }
+        out
     }
 
-    fn setup_json(&self) -> String {
-        let mut globals = self.state.variables.clone();
-        globals.insert("run".into(), self.state.run.clone());
-        globals.insert("scenario".into(), self.state.scenario.clone());
-        globals.insert("app".into(), self.state.scenario.clone());
-        globals.insert("integrations".into(), json!({ "defaults": {} }));
-        if let Some(call) = &self.state.call {
-            globals.insert("call".into(), call.clone());
-        }
-        if let Some(sms) = &self.state.sms {
-            globals.insert("sms".into(), sms.clone());
-        }
-        let mut declared: Vec<&str> = self.scenario.declared.iter().map(String::as_str).collect();
-        declared.extend(["call", "sms", "event", "recording"]);
-        json!({ "globals": globals, "declared": declared, "now": self.now }).to_string()
-    }
-
-    fn set_variable(&mut self, name: &str, value: Value) -> Result<(), String> {
-        if let Some(session) = self.session.as_mut() {
-            session
-                .assign(name, Some(&value))
-                .map_err(|e| format!("storing {name}: {e:?}"))?;
-        }
+    fn set_variable(&mut self, name: &str, value: Value) {
+        // bound again from the run's state the next time a script uses it
+        self.bound.remove(name);
         self.state.variables.insert(name.to_string(), value);
-        Ok(())
     }
 
     fn drain_console(&mut self) -> Result<(), String> {
@@ -757,22 +745,25 @@ impl<'a> Exec<'a> {
                     Some(Outcome::Stopped) | Some(Outcome::Completed)
                 )
             {
-                match session.collect() {
-                    Ok(vars) => self.state.variables = vars,
-                    Err(e) => {
-                        let msg = self
-                            .limit_error(e, "reading variables back (they must be JSON values)");
-                        self.fail(msg);
-                    }
-                }
-                match session.take_logs() {
-                    Ok(lines) => {
-                        for (level, message) in lines {
+                let names: Vec<String> = self
+                    .bound
+                    .iter()
+                    .filter(|n| n.starts_with('$'))
+                    .cloned()
+                    .collect();
+                match session.end(names) {
+                    Ok(changes) => {
+                        for name in changes.unset {
+                            self.state.variables.remove(&name);
+                        }
+                        self.state.variables.extend(changes.set);
+                        for (level, message) in changes.logs {
                             self.note(&level, message);
                         }
                     }
                     Err(e) => {
-                        let msg = self.limit_error(e, "console");
+                        let msg = self
+                            .limit_error(e, "reading variables back (they must be JSON values)");
                         self.fail(msg);
                     }
                 }

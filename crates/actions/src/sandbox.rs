@@ -4,28 +4,43 @@
 //! Creating a QuickJS context costs far more than running a scenario step, so each thread
 //! keeps one context. Isolation between batches (and so between runs and accounts) comes from:
 //! - a lockdown on creation: every built-in object reachable from the global object is frozen
-//!   and every built-in global is made read-only, so no run can change what another one sees;
-//! - user code runs through an indirect `eval`, so its `var`, `let` and function declarations
-//!   stay deletable or scoped to the evaluation;
-//! - after each batch every global that was not there after the lockdown is deleted; if that
-//!   fails (a global made non-configurable, an extension lock, pending promise jobs) or a limit
-//!   was hit, the context is thrown away and the next batch gets a new one. The context is also
+//!   and every built-in global is made read-only, so no batch can change what another sees;
+//! - the run's values live on a fresh scope object per batch (`with (scope)`), never on the
+//!   global object: variables, `now`, `run`, `call`, `console`... are gone with the scope;
+//!   `javascript@v1` code runs through a direct `eval` inside a function, so its declarations
+//!   stay local to the evaluation;
+//! - after each batch any global created by sloppy code is deleted; if that fails (a global
+//!   made non-configurable, an extension lock), promise jobs are left pending, or a limit was
+//!   hit, the context is thrown away and the next batch gets a new one. The context is also
 //!   renewed every [`RENEW_AFTER`] batches.
 //!
 //! There is no I/O in the sandbox: the QuickJS `std`/`os` modules are not compiled in, no
 //! module loader is installed, and no host function is exposed besides the logging `console`.
 
 use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::time::Instant;
 
 use rquickjs::{
-    CatchResultExt, CaughtError, Coerced, Context, Ctx, Function, Persistent, Runtime, Value, qjs,
+    CatchResultExt, CaughtError, Coerced, Context, Ctx, FromJs, Function, Persistent, Runtime,
+    Value, qjs,
 };
 
 use crate::protocol::Limits;
 
 /// Batches served by one context before it is renewed.
 pub(crate) const RENEW_AFTER: u32 = 10_000;
+
+/// Compiled expressions kept per thread before the cache is emptied.
+const MAX_CACHED_EXPRESSIONS: usize = 512;
+
+/// Memory allowed to the context beyond its size after creation, besides a batch's own limit:
+/// room for the cache of compiled expressions.
+const CACHE_ALLOWANCE: usize = 2 * 1024 * 1024;
+
+/// Allocation growth between two cycle collections (QuickJS's default is 256 KiB; the frozen
+/// built-ins make each collection cost the same whatever a batch allocated).
+const GC_THRESHOLD: usize = 2 * 1024 * 1024;
 
 /// Native stack allowed to JavaScript recursion.
 const MAX_STACK: usize = 512 * 1024;
@@ -51,11 +66,11 @@ const PRELUDE: &str = r#"(() => {
   'use strict';
   const G = globalThis;
   const indirectEval = G.eval;
-  const parse = JSON.parse, stringify = JSON.stringify, keys = Object.keys;
+  const parse = JSON.parse, stringify = JSON.stringify;
   const ownKeys = Reflect.ownKeys, getDesc = Object.getOwnPropertyDescriptor;
   const define = Object.defineProperty, freezeObj = Object.freeze, protoOf = Object.getPrototypeOf;
-  const isExtensible = Object.isExtensible;
-  const DateCtor = Date, StringCtor = String, ArrayFrom = Array.prototype.map;
+  const isExtensible = Object.isExtensible, create = Object.create;
+  const DateCtor = Date, StringCtor = String, SetCtor = Set, map = Array.prototype.map;
   const seen = new Set();
   const freeze = (o) => {
     if (o === null || (typeof o !== 'object' && typeof o !== 'function') || o === G || seen.has(o)) return;
@@ -79,43 +94,63 @@ const PRELUDE: &str = r#"(() => {
     }
   }
   freeze(protoOf(G));
-  const baseline = new Set(ownKeys(G));
-  let logs = [];
+  // Functions reachable from user code (through `arguments.callee`) are frozen with their
+  // prototype objects, so nothing can be left on them for a later batch.
+  const sealFn = (f) => { if (f.prototype) freezeObj(f.prototype); return freezeObj(f); };
+  const runCode = sealFn(indirectEval('(function (__scope, __code) { with (__scope) { return eval(__code); } })'));
+  // The batch: its scope object (the run's values live there, never on the global object),
+  // the time of `now`, and console lines.
+  let batch = null;
   const show = (x) => typeof x === 'string' ? x : (() => { try { const s = stringify(x); return s === undefined ? StringCtor(x) : s; } catch (e) { return StringCtor(x); } })();
-  const logger = (level) => (...args) => { logs.push([level, ArrayFrom.call(args, show).join(' ')]); };
+  const logger = (level) => (...args) => { if (batch) batch.logs.push([level, map.call(args, show).join(' ')]); };
+  const consoleObj = freezeObj({ log: sealFn(logger('info')), info: sealFn(logger('info')), debug: sealFn(logger('debug')), warn: sealFn(logger('warn')), error: sealFn(logger('error')) });
+  // No run can add a global: sloppy assignments to undeclared names do nothing.
+  Object.preventExtensions(G);
+  // Binds the names an expression uses (JSON text, or undefined) before it runs.
+  const bind = (names, texts) => {
+    const scope = batch.scope;
+    for (let i = 0; i < names.length; i++) {
+      const name = names[i], text = texts[i];
+      scope[name] = name === 'now' ? new DateCtor(batch.now) : (text === undefined ? undefined : parse(text));
+    }
+    return scope;
+  };
   return {
-    eval: (src) => indirectEval(src),
-    setup: (json) => {
-      const d = parse(json);
-      for (const k of keys(d.globals)) G[k] = d.globals[k];
-      for (const k of d.declared) if (!(k in G)) G[k] = undefined;
-      G.now = new DateCtor(d.now);
-      G.console = { log: logger('info'), info: logger('info'), debug: logger('debug'), warn: logger('warn'), error: logger('error') };
-      logs = [];
+    compile: (src) => sealFn(indirectEval('(function (__scope) { with (__scope) { return (\n' + src + '\n); } })')),
+    setup: (nowText) => {
+      const scope = create(null);
+      scope.console = consoleObj;
+      batch = { scope, now: nowText, logs: [] };
     },
-    assign: (name, json) => { if (json === undefined) { delete G[name]; } else { G[name] = parse(json); } },
-    collect: () => {
-      const out = {};
-      for (const k of keys(G)) if (k[0] === '$' && G[k] !== undefined) out[k] = G[k];
-      return stringify(out);
+    run: (fn, names, texts) => fn(bind(names, texts)),
+    code: (code, names, texts) => runCode(bind(names, texts), code),
+    end: (names) => {
+      if (!batch) return '{"set":{},"unset":[],"logs":[]}';
+      const set = {}, unset = [], scope = batch.scope;
+      for (const k of names) {
+        const v = scope[k];
+        if (v === undefined) unset.push(k); else set[k] = v;
+      }
+      const logs = batch.logs;
+      batch = null;
+      return stringify({ set, unset, logs });
     },
-    logs: () => { const l = logs; logs = []; return stringify(l); },
-    cleanup: () => {
-      for (const k of ownKeys(G)) if (!baseline.has(k)) delete G[k];
-      logs = [];
-      return isExtensible(G) && ownKeys(G).length === baseline.size;
-    },
+    logs: () => { if (!batch) return '[]'; const l = batch.logs; batch.logs = []; return stringify(l); },
+    reset: () => { batch = null; return isExtensible(G) === false; },
   };
 })()"#;
 
 // Field order is drop order: the saved functions must go before the context and runtime.
 struct Sandbox {
-    eval: Persistent<Function<'static>>,
+    /// Compiled expressions by scenario fingerprint and source.
+    expressions: HashMap<String, Persistent<Function<'static>>>,
+    compile: Persistent<Function<'static>>,
     setup: Persistent<Function<'static>>,
-    assign: Persistent<Function<'static>>,
-    collect: Persistent<Function<'static>>,
+    run: Persistent<Function<'static>>,
+    code: Persistent<Function<'static>>,
+    end: Persistent<Function<'static>>,
     logs: Persistent<Function<'static>>,
-    cleanup: Persistent<Function<'static>>,
+    reset: Persistent<Function<'static>>,
     context: Context,
     runtime: Runtime,
     baseline_memory: usize,
@@ -147,30 +182,34 @@ impl Sandbox {
                     .map_err(|e| JsError::Script(format!("sandbox prelude: {e}")))?;
                 Ok(Persistent::save(&ctx, f))
             };
-            Ok((
-                get("eval")?,
+            Ok([
+                get("compile")?,
                 get("setup")?,
-                get("assign")?,
-                get("collect")?,
+                get("run")?,
+                get("code")?,
+                get("end")?,
                 get("logs")?,
-                get("cleanup")?,
-            ))
+                get("reset")?,
+            ])
         })?;
         runtime.run_gc();
+        runtime.set_gc_threshold(GC_THRESHOLD);
         let baseline_memory = usize::try_from(runtime.memory_usage().malloc_size).unwrap_or(0);
         runtime.set_memory_limit(baseline_memory.saturating_add(Limits::default().memory_bytes));
-        let (eval, setup, assign, collect, logs, cleanup) = helpers;
+        let [compile, setup, run, code, end, logs, reset] = helpers;
         Ok(Sandbox {
-            runtime,
+            expressions: HashMap::new(),
+            compile,
+            setup,
+            run,
+            code,
+            end,
+            logs,
+            reset,
             context,
+            runtime,
             baseline_memory,
             uses: 0,
-            eval,
-            setup,
-            assign,
-            collect,
-            logs,
-            cleanup,
         })
     }
 }
@@ -234,22 +273,40 @@ pub(crate) fn compile_check(source: &str) -> Result<(), String> {
     }
 }
 
+/// What a batch changed, read back at its end.
+#[derive(Debug, Default, serde::Deserialize)]
+pub(crate) struct BatchChanges {
+    /// Variables set to a value.
+    pub set: serde_json::Map<String, serde_json::Value>,
+    /// Variables deleted or set to `undefined`.
+    pub unset: Vec<String>,
+    /// Console lines: (level, message).
+    pub logs: Vec<(String, String)>,
+}
+
+/// Values bound into the scope before an evaluation: (name, JSON text or `None` for undefined).
+pub(crate) type Bindings = Vec<(String, Option<String>)>;
+
 /// One evaluation batch: everything a `start` or `resume` call evaluates.
 ///
-/// The batch's deadline starts when the session is created; [`Session::finish`] must be called
-/// at its end to clean the sandbox for the next batch.
+/// The batch's deadline starts when the session is created; the scope is created on first
+/// use; [`Session::finish`] must be called at the end.
 pub(crate) struct Session {
+    fingerprint: String,
+    now: String,
     limits_memory: usize,
     used: bool,
     poisoned: bool,
 }
 
 impl Session {
-    /// Starts a batch with the given limits.
-    pub fn begin(limits: &Limits) -> Session {
+    /// Starts a batch with the given limits, for a scenario, at `now` (RFC 3339).
+    pub fn begin(limits: &Limits, fingerprint: &str, now: &str) -> Session {
         DEADLINE.with(|d| d.set(Some(Instant::now() + limits.cpu_time)));
         TRIPPED.with(|t| t.set(false));
         Session {
+            fingerprint: fingerprint.to_string(),
+            now: now.to_string(),
             limits_memory: limits.memory_bytes,
             used: false,
             poisoned: false,
@@ -258,18 +315,32 @@ impl Session {
 
     fn call<R>(
         &mut self,
-        pick: impl FnOnce(&Sandbox) -> &Persistent<Function<'static>>,
+        pick: impl FnOnce(&Sandbox) -> Persistent<Function<'static>>,
         run: impl for<'js> FnOnce(&Ctx<'js>, Function<'js>) -> rquickjs::Result<R>,
     ) -> Result<R, JsError> {
-        let limit = self.limits_memory;
-        let first = !self.used;
-        self.used = true;
+        if !self.used {
+            self.used = true;
+            let limit = self.limits_memory;
+            with_sandbox(|sb| {
+                sb.runtime.set_memory_limit(
+                    sb.baseline_memory
+                        .saturating_add(CACHE_ALLOWANCE)
+                        .saturating_add(limit),
+                );
+            })?;
+            let now = self.now.clone();
+            self.call_raw(|sb| sb.setup.clone(), move |_, f| f.call::<_, ()>((now,)))?;
+        }
+        self.call_raw(pick, run)
+    }
+
+    fn call_raw<R>(
+        &mut self,
+        pick: impl FnOnce(&Sandbox) -> Persistent<Function<'static>>,
+        run: impl for<'js> FnOnce(&Ctx<'js>, Function<'js>) -> rquickjs::Result<R>,
+    ) -> Result<R, JsError> {
         let outcome = with_sandbox(|sb| {
-            if first {
-                sb.runtime
-                    .set_memory_limit(sb.baseline_memory.saturating_add(limit));
-            }
-            let f = pick(sb).clone();
+            let f = pick(sb);
             sb.context.with(|ctx| {
                 let f = f
                     .restore(&ctx)
@@ -277,104 +348,131 @@ impl Session {
                 run(&ctx, f).catch(&ctx).map_err(|e| classify(&e))
             })
         });
-        let result = match outcome {
-            Ok(r) => r,
-            Err(e) => Err(e),
-        };
+        let result = outcome.and_then(|r| r);
         if matches!(result, Err(JsError::Cpu) | Err(JsError::Memory)) {
             self.poisoned = true;
         }
         result
     }
 
-    /// Defines the predefined values and variables (`json`: `{globals, declared, now}`).
-    pub fn setup(&mut self, json: &str) -> Result<(), JsError> {
-        let json = json.to_string();
-        self.call(|sb| &sb.setup, move |_, f| f.call::<_, ()>((json,)))
+    /// The compiled function of an expression, from the cache or compiled now.
+    fn expression(&mut self, expr: &str) -> Result<Persistent<Function<'static>>, JsError> {
+        let key = format!("{}\u{0}{expr}", self.fingerprint);
+        let cached = with_sandbox(|sb| sb.expressions.get(&key).cloned())?;
+        if let Some(f) = cached {
+            return Ok(f);
+        }
+        let src = expr.to_string();
+        let compiled = self.call(
+            |sb| sb.compile.clone(),
+            move |ctx, f| {
+                let g: Function = f.call((src,))?;
+                Ok(Persistent::save(ctx, g))
+            },
+        )?;
+        with_sandbox(|sb| {
+            if sb.expressions.len() >= MAX_CACHED_EXPRESSIONS {
+                sb.expressions.clear();
+            }
+            sb.expressions.insert(key, compiled.clone());
+        })?;
+        Ok(compiled)
+    }
+
+    fn evaluate<R: 'static>(
+        &mut self,
+        expr: &str,
+        bindings: Bindings,
+        convert: impl for<'js> FnOnce(&Ctx<'js>, Value<'js>) -> rquickjs::Result<R>,
+    ) -> Result<R, JsError> {
+        let compiled = self.expression(expr)?;
+        let (names, texts): (Vec<String>, Vec<Option<String>>) = bindings.into_iter().unzip();
+        self.call(
+            |sb| sb.run.clone(),
+            move |ctx, run| {
+                let compiled = compiled.restore(ctx)?;
+                let v: Value = run.call((compiled, names, texts))?;
+                convert(ctx, v)
+            },
+        )
     }
 
     /// The value of an expression, as JSON (`undefined` and functions read as null).
-    pub fn eval_json(&mut self, expr: &str) -> Result<serde_json::Value, JsError> {
-        let src = wrap_expression(expr);
-        let text = self.call(
-            |sb| &sb.eval,
-            move |ctx, f| {
-                let v: Value = f.call((src,))?;
-                let s = ctx.json_stringify(v)?;
-                Ok(s.map(|s| s.to_string()).transpose()?)
-            },
-        )?;
+    pub fn eval_json(
+        &mut self,
+        expr: &str,
+        bindings: Bindings,
+    ) -> Result<serde_json::Value, JsError> {
+        let text = self.evaluate(expr, bindings, |ctx, v| {
+            let s = ctx.json_stringify(v)?;
+            s.map(|s| s.to_string()).transpose()
+        })?;
         to_json(text)
     }
 
     /// The value of an expression converted to a string the way a template literal does.
-    pub fn eval_string(&mut self, expr: &str) -> Result<String, JsError> {
-        let src = wrap_expression(expr);
-        self.call(
-            |sb| &sb.eval,
-            move |_, f| {
-                let v: Coerced<String> = f.call((src,))?;
-                Ok(v.0)
-            },
-        )
+    pub fn eval_string(&mut self, expr: &str, bindings: Bindings) -> Result<String, JsError> {
+        self.evaluate(expr, bindings, |ctx, v| {
+            Coerced::<String>::from_js(ctx, v).map(|c| c.0)
+        })
     }
 
     /// The truthiness of an expression.
-    pub fn eval_bool(&mut self, expr: &str) -> Result<bool, JsError> {
-        let src = wrap_expression(expr);
-        self.call(
-            |sb| &sb.eval,
-            move |_, f| {
-                let v: Coerced<bool> = f.call((src,))?;
-                Ok(v.0)
-            },
-        )
+    pub fn eval_bool(&mut self, expr: &str, bindings: Bindings) -> Result<bool, JsError> {
+        self.evaluate(expr, bindings, |ctx, v| {
+            Coerced::<bool>::from_js(ctx, v).map(|c| c.0)
+        })
     }
 
     /// Runs a script (javascript@v1); its completion value as JSON.
-    pub fn run_code(&mut self, code: &str) -> Result<serde_json::Value, JsError> {
-        let src = code.to_string();
+    pub fn run_code(
+        &mut self,
+        code: &str,
+        bindings: Bindings,
+    ) -> Result<serde_json::Value, JsError> {
+        let code = code.to_string();
+        let (names, texts): (Vec<String>, Vec<Option<String>>) = bindings.into_iter().unzip();
         let text = self.call(
-            |sb| &sb.eval,
+            |sb| sb.code.clone(),
             move |ctx, f| {
-                let v: Value = f.call((src,))?;
+                let v: Value = f.call((code, names, texts))?;
                 let s = ctx.json_stringify(v)?;
-                Ok(s.map(|s| s.to_string()).transpose()?)
+                s.map(|s| s.to_string()).transpose()
             },
         )?;
         to_json(text)
     }
 
-    /// Sets (or with `None` deletes) a global.
-    pub fn assign(&mut self, name: &str, value: Option<&serde_json::Value>) -> Result<(), JsError> {
-        let name = name.to_string();
-        let json = value.map(|v| v.to_string());
-        self.call(|sb| &sb.assign, move |_, f| f.call::<_, ()>((name, json)))
-    }
-
-    /// The current `$` variables.
-    pub fn collect(&mut self) -> Result<serde_json::Map<String, serde_json::Value>, JsError> {
-        let text: String = self.call(|sb| &sb.collect, |_, f| f.call(()))?;
+    /// Ends the batch's JavaScript: the values of `names` (variables bound in this batch) and
+    /// the console lines not yet taken.
+    pub fn end(&mut self, names: Vec<String>) -> Result<BatchChanges, JsError> {
+        if !self.used {
+            return Ok(BatchChanges::default());
+        }
+        let text: String = self.call(|sb| sb.end.clone(), move |_, f| f.call((names,)))?;
         serde_json::from_str(&text).map_err(|e| JsError::Script(format!("variables: {e}")))
     }
 
     /// Lines written with `console.*` since the last call: (level, message).
     pub fn take_logs(&mut self) -> Result<Vec<(String, String)>, JsError> {
-        let text: String = self.call(|sb| &sb.logs, |_, f| f.call(()))?;
+        if !self.used {
+            return Ok(Vec::new());
+        }
+        let text: String = self.call(|sb| sb.logs.clone(), |_, f| f.call(()))?;
         serde_json::from_str(&text).map_err(|e| JsError::Script(format!("logs: {e}")))
     }
 
-    /// Ends the batch: cleans the globals, or throws the context away when it cannot be trusted.
+    /// Ends the batch; throws the context away when it cannot be trusted any more.
     pub fn finish(mut self) {
         if self.used && !self.poisoned {
-            let clean = self.call(|sb| &sb.cleanup, |_, f| f.call::<_, bool>(()));
+            let sealed = self.call(|sb| sb.reset.clone(), |_, f| f.call::<_, bool>(()));
             let jobs_pending = with_sandbox(|sb| sb.runtime.is_job_pending()).unwrap_or(true);
             let renew = with_sandbox(|sb| {
                 sb.uses += 1;
                 sb.uses >= RENEW_AFTER
             })
             .unwrap_or(true);
-            if clean != Ok(true) || jobs_pending || renew {
+            if sealed != Ok(true) || jobs_pending || renew {
                 self.poisoned = true;
             }
         }
@@ -383,10 +481,6 @@ impl Session {
             drop_sandbox();
         }
     }
-}
-
-fn wrap_expression(expr: &str) -> String {
-    format!("(\n{expr}\n)")
 }
 
 fn to_json(text: Option<String>) -> Result<serde_json::Value, JsError> {

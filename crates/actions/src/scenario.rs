@@ -1,6 +1,6 @@
 //! A validated scenario, ready to run.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
@@ -19,8 +19,9 @@ pub struct Scenario {
     pub(crate) language: Option<String>,
     pub(crate) branches: BTreeMap<String, ListId>,
     pub(crate) lists: Vec<Vec<Entry>>,
-    /// Every `$name` the scenario mentions (declared as `undefined` until set).
-    pub(crate) declared: Vec<String>,
+    /// For each expression and code source, the names it uses that the run provides
+    /// (`$variables` and the predefined values).
+    pub(crate) script_names: HashMap<String, Vec<String>>,
     pub(crate) fingerprint: String,
 }
 

@@ -148,18 +148,31 @@ enum Open {
     Map(Node, usize, Vec<(Node, Node)>, Option<Node>),
 }
 
+/// Most nodes a document may expand to (aliases included): guards against alias bombs.
+const MAX_NODES: usize = 200_000;
+/// Deepest nesting of lists and maps.
+const MAX_DEPTH: usize = 64;
+
 #[derive(Default)]
 struct Builder {
     stack: Vec<Open>,
-    anchors: HashMap<usize, Node>,
+    anchors: HashMap<usize, (Node, usize)>,
+    nodes: usize,
     root: Option<Node>,
     error: Option<ScenarioError>,
 }
 
 impl Builder {
+    fn fail(&mut self, line: usize, column: usize, message: &str) {
+        if self.error.is_none() {
+            self.error = Some(ScenarioError::new(line, column, message));
+        }
+    }
+
     fn push_node(&mut self, node: Node, anchor: usize) {
         if anchor > 0 {
-            self.anchors.insert(anchor, node.clone());
+            let size = count(&node);
+            self.anchors.insert(anchor, (node.clone(), size));
         }
         match self.stack.last_mut() {
             Some(Open::Seq(_, _, items)) => items.push(node),
@@ -189,7 +202,14 @@ impl MarkedEventReceiver for Builder {
     fn on_event(&mut self, ev: Event, mark: Marker) {
         let (line, column) = (mark.line(), mark.col() + 1);
         match ev {
+            Event::Scalar(..) | Event::SequenceStart(..) | Event::MappingStart(..)
+                if self.error.is_some() => {}
             Event::Scalar(text, style, anchor, tag) => {
+                self.nodes += 1;
+                if self.nodes > MAX_NODES {
+                    self.fail(line, column, "the document is too large");
+                    return;
+                }
                 let kind = resolve(&text, style, tag.as_ref().map(|t| t.suffix.as_str()));
                 let node = Node {
                     line,
@@ -199,6 +219,9 @@ impl MarkedEventReceiver for Builder {
                 self.push_node(node, anchor);
             }
             Event::SequenceStart(anchor, _) => {
+                if self.stack.len() >= MAX_DEPTH {
+                    self.fail(line, column, "lists and maps are nested too deeply");
+                }
                 let shell = Node {
                     line,
                     column,
@@ -207,6 +230,9 @@ impl MarkedEventReceiver for Builder {
                 self.stack.push(Open::Seq(shell, anchor, Vec::new()));
             }
             Event::MappingStart(anchor, _) => {
+                if self.stack.len() >= MAX_DEPTH {
+                    self.fail(line, column, "lists and maps are nested too deeply");
+                }
                 let shell = Node {
                     line,
                     column,
@@ -223,19 +249,27 @@ impl MarkedEventReceiver for Builder {
             Event::MappingEnd => {
                 if let Some(Open::Map(mut shell, anchor, pairs, _)) = self.stack.pop() {
                     // A block mapping is reported after its first key: point at that key.
-                    if let Some((first, _)) = pairs.first() {
-                        if (first.line, first.column) < (shell.line, shell.column) {
-                            shell.line = first.line;
-                            shell.column = first.column;
-                        }
+                    if let Some((first, _)) = pairs.first()
+                        && (first.line, first.column) < (shell.line, shell.column)
+                    {
+                        shell.line = first.line;
+                        shell.column = first.column;
                     }
                     shell.value = NodeValue::Map(pairs);
                     self.push_node(shell, anchor);
                 }
             }
             Event::Alias(id) => {
-                let node = match self.anchors.get(&id) {
-                    Some(n) => n.clone(),
+                let found = self.anchors.get(&id).map(|(n, size)| (n.clone(), *size));
+                let node = match found {
+                    Some((n, size)) => {
+                        self.nodes += size;
+                        if self.nodes > MAX_NODES {
+                            self.fail(line, column, "aliases expand the document too much");
+                            return;
+                        }
+                        n
+                    }
                     None => {
                         if self.error.is_none() {
                             self.error = Some(ScenarioError::new(line, column, "unknown alias"));
@@ -253,6 +287,20 @@ impl MarkedEventReceiver for Builder {
                 self.push_node(node, 0);
             }
             _ => {}
+        }
+    }
+}
+
+/// The number of nodes in a tree.
+fn count(node: &Node) -> usize {
+    match &node.value {
+        NodeValue::Scalar(_) => 1,
+        NodeValue::Seq(items) => 1 + items.iter().map(count).sum::<usize>(),
+        NodeValue::Map(pairs) => {
+            1 + pairs
+                .iter()
+                .map(|(k, v)| count(k) + count(v))
+                .sum::<usize>()
         }
     }
 }
@@ -374,6 +422,23 @@ mod tests {
             ]
         );
         assert_eq!(items[1].scalar_text(), Some("+15551234567"));
+    }
+
+    #[test]
+    fn alias_bombs_and_deep_nesting_are_refused() {
+        let mut bomb = String::from("a: &a [x, x, x, x, x, x, x, x, x, x]\n");
+        let mut prev = 'a';
+        for name in ['b', 'c', 'd', 'e', 'f', 'g'] {
+            bomb.push_str(&format!(
+                "{name}: &{name} [*{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}]\n"
+            ));
+            prev = name;
+        }
+        let err = load(&bomb).expect_err("bomb");
+        assert!(err.message.contains("expand"), "{err}");
+        let deep = format!("{}{}", "[".repeat(100), "]".repeat(100));
+        let err = load(&deep).expect_err("deep");
+        assert!(err.message.contains("nested"), "{err}");
     }
 
     #[test]
