@@ -11,23 +11,19 @@ use symphonia::core::meta::MetadataOptions;
 use symphonia::core::probe::Hint;
 
 use crate::ConvertError;
+use crate::resample::Resampling;
 
 /// Consecutive undecodable packets after which a stream is given up.
 const MAX_BAD_PACKETS: usize = 32;
-
-/// Decoded audio: one channel, at `rate` hertz.
-pub(crate) struct Decoded {
-    pub samples: Vec<f32>,
-    pub rate: u32,
-}
 
 fn undecodable(what: impl std::fmt::Display) -> ConvertError {
     ConvertError::Undecodable(what.to_string())
 }
 
-/// Decodes the first audio track of `bytes`, downmixed to mono. Stops with
-/// [`ConvertError::TooLong`] as soon as the decoded audio exceeds `max_duration_ms`.
-pub(crate) fn decode(bytes: &[u8], max_duration_ms: u64) -> Result<Decoded, ConvertError> {
+/// Decodes the first audio track of `bytes`, downmixed to mono and resampled to
+/// [`crate::TARGET_RATE`] as it is decoded (memory follows the 8 kHz output, not the source).
+/// Stops with [`ConvertError::TooLong`] as soon as the audio exceeds `max_duration_ms`.
+pub(crate) fn decode(bytes: &[u8], max_duration_ms: u64) -> Result<Vec<f32>, ConvertError> {
     let source = MediaSourceStream::new(Box::new(Cursor::new(bytes.to_vec())), Default::default());
     let format_options = FormatOptions {
         enable_gapless: true,
@@ -49,47 +45,45 @@ pub(crate) fn decode(bytes: &[u8], max_duration_ms: u64) -> Result<Decoded, Conv
         .ok_or_else(|| undecodable("no audio track"))?;
     let track_id = track.id;
     let params = track.codec_params.clone();
-    let mut sink = Sink::new(max_duration_ms);
-    if params.codec == CODEC_TYPE_OPUS {
-        decode_opus(format.as_mut(), track_id, &params, &mut sink)?;
-    } else {
-        decode_symphonia(format.as_mut(), track_id, &params, &mut sink)?;
-    }
-    let mut decoded = sink.finish()?;
+    // MP4: the edit list says which decoded frames are audible (AAC priming and padding).
     let edit = if crate::sniff(bytes) == Some(crate::DeclaredType::Mp4) {
         crate::mp4edit::sound_edit(bytes)
     } else {
         None
     };
-    if let Some(edit) = edit {
-        let (skip, keep) = edit.frames_at(decoded.rate);
-        let end = skip.saturating_add(keep).min(decoded.samples.len());
-        decoded.samples = decoded
-            .samples
-            .get(skip..end)
-            .map(<[f32]>::to_vec)
-            .unwrap_or_default();
+    let mut sink = Sink::new(max_duration_ms, edit);
+    if params.codec == CODEC_TYPE_OPUS {
+        decode_opus(format.as_mut(), track_id, &params, &mut sink)?;
+    } else {
+        decode_symphonia(format.as_mut(), track_id, &params, &mut sink)?;
     }
-    Ok(decoded)
+    sink.finish()
 }
 
-/// Collects mono samples and enforces the duration limit while decoding.
+/// Takes decoded frames: downmixes them, applies the edit list, enforces the duration limit
+/// and feeds the resampler.
 struct Sink {
-    samples: Vec<f32>,
-    rate: Option<u32>,
     max_duration_ms: u64,
+    edit: Option<crate::mp4edit::Edit>,
+    /// Source rate, resampler, frames still to skip and frames still to keep (edit list).
+    stream: Option<(u32, Resampling, usize, usize)>,
+    /// Source frames accepted so far.
+    taken: u64,
+    mono: Vec<f32>,
 }
 
 impl Sink {
-    fn new(max_duration_ms: u64) -> Sink {
+    fn new(max_duration_ms: u64, edit: Option<crate::mp4edit::Edit>) -> Sink {
         Sink {
-            samples: Vec::new(),
-            rate: None,
             max_duration_ms,
+            edit,
+            stream: None,
+            taken: 0,
+            mono: Vec::new(),
         }
     }
 
-    /// Appends interleaved frames of `channels` channels at `rate`, averaged to mono.
+    /// Takes interleaved frames of `channels` channels at `rate`.
     fn push(
         &mut self,
         interleaved: &[f32],
@@ -99,19 +93,36 @@ impl Sink {
         if channels == 0 || rate == 0 {
             return Err(undecodable("a stream without channels or sample rate"));
         }
-        match self.rate {
-            None => self.rate = Some(rate),
-            Some(r) if r != rate => return Err(undecodable("the sample rate changes mid-stream")),
-            Some(_) => {}
+        let (stream_rate, resampler, skip, keep) = match &mut self.stream {
+            Some(stream) => stream,
+            None => {
+                let (skip, keep) = self
+                    .edit
+                    .map_or((0, usize::MAX), |edit| edit.frames_at(rate));
+                self.stream
+                    .insert((rate, Resampling::new(rate)?, skip, keep))
+            }
+        };
+        if *stream_rate != rate {
+            return Err(undecodable("the sample rate changes mid-stream"));
         }
         let scale = 1.0 / channels as f32;
-        self.samples.extend(
+        self.mono.clear();
+        self.mono.extend(
             interleaved
                 .chunks_exact(channels)
                 .map(|frame| frame.iter().sum::<f32>() * scale),
         );
+        let from = (*skip).min(self.mono.len());
+        *skip -= from;
+        let to = from + (self.mono.len() - from).min(*keep);
+        *keep -= to - from;
+        if to > from {
+            resampler.push(&self.mono[from..to])?;
+            self.taken += (to - from) as u64;
+        }
         let limit_frames = self.max_duration_ms.saturating_mul(u64::from(rate)) / 1000;
-        if self.samples.len() as u64 > limit_frames {
+        if self.taken > limit_frames {
             return Err(ConvertError::TooLong {
                 limit_ms: self.max_duration_ms,
             });
@@ -119,12 +130,10 @@ impl Sink {
         Ok(())
     }
 
-    fn finish(self) -> Result<Decoded, ConvertError> {
-        match self.rate {
-            Some(rate) if !self.samples.is_empty() => Ok(Decoded {
-                samples: self.samples,
-                rate,
-            }),
+    /// The audio at the target rate.
+    fn finish(self) -> Result<Vec<f32>, ConvertError> {
+        match self.stream {
+            Some((_, resampler, _, _)) if self.taken > 0 => resampler.finish(),
             _ => Err(undecodable("the stream holds no audio samples")),
         }
     }
@@ -202,8 +211,8 @@ fn decode_symphonia(
     Ok(())
 }
 
-/// Opus in Ogg: symphonia demultiplexes, the pure-Rust `opus-decoder` decodes at 48 kHz mono
-/// (it downmixes stereo itself). Pre-skip and end trimming come from the packets' trim values.
+/// Opus in Ogg: symphonia demultiplexes, `ropus` (a pure-Rust port of the reference libopus
+/// decoder, no C) decodes at 48 kHz mono (it downmixes stereo itself). Pre-skip and end trimming come from the packets' trim values.
 fn decode_opus(
     format: &mut dyn FormatReader,
     track_id: u32,
@@ -217,17 +226,18 @@ fn decode_opus(
             "Opus with {channels} channels is not supported"
         )));
     }
-    let mut decoder = opus_decoder::OpusDecoder::new(RATE, 1).map_err(undecodable)?;
+    let mut decoder = ropus::Decoder::new(RATE, ropus::Channels::Mono)
+        .map_err(|e| undecodable(format!("{e:?}")))?;
     // 120 ms at 48 kHz is the longest Opus packet.
     let mut pcm = vec![0f32; 5760];
     let mut bad = BadPackets { consecutive: 0 };
     let mut skip = params.delay.unwrap_or(0) as usize;
     let mut trimmed_by_packets = false;
     while let Some(packet) = next_packet(format, track_id)? {
-        let frames = match decoder.decode_float(&packet.data, &mut pcm, false) {
+        let frames = match decoder.decode_float(&packet.data, &mut pcm, ropus::DecodeMode::Normal) {
             Ok(frames) => frames.min(pcm.len()),
             Err(e) => {
-                bad.record(e)?;
+                bad.record(format!("{e:?}"))?;
                 continue;
             }
         };

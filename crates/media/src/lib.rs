@@ -194,10 +194,7 @@ pub fn convert(
     }
     // The decoders are third-party code fed with outside input: a panic in them must end in
     // an error for this file, not in a crashed worker.
-    let work = std::panic::catch_unwind(|| {
-        let decoded = decode::decode(bytes, limits.max_duration_ms)?;
-        resample::to_target_rate(&decoded.samples, decoded.rate)
-    });
+    let work = std::panic::catch_unwind(|| decode::decode(bytes, limits.max_duration_ms));
     let mono8k = match work {
         Ok(result) => result?,
         Err(_) => {

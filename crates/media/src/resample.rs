@@ -7,54 +7,110 @@ use crate::{ConvertError, TARGET_RATE};
 /// Input frames per resampler call.
 const CHUNK: usize = 1024;
 
-/// Resamples mono `samples` at `rate` hertz to [`TARGET_RATE`].
+/// Streaming resampler from a source rate to [`TARGET_RATE`], mono.
 ///
 /// rubato's synchronous FFT resampler low-passes below the lower of the two Nyquist
 /// frequencies (a Blackman-Harris windowed cutoff), so content above 4 kHz is removed instead
-/// of folding back into the telephony band. The resampler's delay is dropped and the output
-/// is cut to exactly `len * 8000 / rate` frames, so durations are preserved.
-pub(crate) fn to_target_rate(samples: &[f32], rate: u32) -> Result<Vec<f32>, ConvertError> {
-    if rate == TARGET_RATE {
-        return Ok(samples.to_vec());
+/// of folding back into the telephony band. [`Resampling::finish`] drops the resampler's delay
+/// and cuts the output to exactly `input frames * 8000 / rate`, so durations are preserved.
+pub(crate) struct Resampling {
+    rate: u32,
+    /// None when the source is already at the target rate.
+    inner: Option<FftFixedIn<f32>>,
+    pending: Vec<f32>,
+    out: Vec<f32>,
+    input_frames: u64,
+}
+
+fn fail(e: &dyn std::fmt::Display) -> ConvertError {
+    ConvertError::Undecodable(format!("resampling ({e})"))
+}
+
+impl Resampling {
+    /// A resampler from `rate` hertz.
+    pub(crate) fn new(rate: u32) -> Result<Resampling, ConvertError> {
+        let inner = if rate == TARGET_RATE {
+            None
+        } else {
+            Some(
+                FftFixedIn::<f32>::new(rate as usize, TARGET_RATE as usize, CHUNK, 2, 1)
+                    .map_err(|e| fail(&e))?,
+            )
+        };
+        Ok(Resampling {
+            rate,
+            inner,
+            pending: Vec::new(),
+            out: Vec::new(),
+            input_frames: 0,
+        })
     }
-    let fail = |e: &dyn std::fmt::Display| ConvertError::Undecodable(format!("resampling ({e})"));
-    let mut resampler = FftFixedIn::<f32>::new(rate as usize, TARGET_RATE as usize, CHUNK, 2, 1)
-        .map_err(|e| fail(&e))?;
-    let expected = usize::try_from(samples.len() as u64 * u64::from(TARGET_RATE) / u64::from(rate))
-        .unwrap_or(usize::MAX);
-    let delay = resampler.output_delay();
-    let mut out = Vec::with_capacity(expected + delay + CHUNK);
-    let mut pos = 0;
-    loop {
-        let need = resampler.input_frames_next();
-        if pos + need > samples.len() {
-            break;
+
+    /// Takes more input.
+    pub(crate) fn push(&mut self, samples: &[f32]) -> Result<(), ConvertError> {
+        self.input_frames += samples.len() as u64;
+        let Some(inner) = &mut self.inner else {
+            self.out.extend_from_slice(samples);
+            return Ok(());
+        };
+        self.pending.extend_from_slice(samples);
+        let mut used = 0;
+        loop {
+            let need = inner.input_frames_next();
+            if self.pending.len() - used < need {
+                break;
+            }
+            let chunk = inner
+                .process(&[&self.pending[used..used + need]], None)
+                .map_err(|e| fail(&e))?;
+            self.out.extend_from_slice(&chunk[0]);
+            used += need;
         }
-        let chunk = resampler
-            .process(&[&samples[pos..pos + need]], None)
-            .map_err(|e| fail(&e))?;
-        out.extend_from_slice(&chunk[0]);
-        pos += need;
+        self.pending.drain(..used);
+        Ok(())
     }
-    if pos < samples.len() {
-        let chunk = resampler
-            .process_partial(Some(&[&samples[pos..]]), None)
-            .map_err(|e| fail(&e))?;
-        out.extend_from_slice(&chunk[0]);
-    }
-    // Flush the filter's delay line.
-    while out.len() < expected + delay {
-        let chunk = resampler
-            .process_partial::<&[f32]>(None, None)
-            .map_err(|e| fail(&e))?;
-        if chunk[0].is_empty() {
-            break;
+
+    /// Flushes the filter and returns the output.
+    pub(crate) fn finish(mut self) -> Result<Vec<f32>, ConvertError> {
+        let expected =
+            usize::try_from(self.input_frames * u64::from(TARGET_RATE) / u64::from(self.rate))
+                .unwrap_or(usize::MAX);
+        let Some(inner) = &mut self.inner else {
+            return Ok(self.out);
+        };
+        if !self.pending.is_empty() {
+            let chunk = inner
+                .process_partial(Some(&[&self.pending[..]]), None)
+                .map_err(|e| fail(&e))?;
+            self.out.extend_from_slice(&chunk[0]);
         }
-        out.extend_from_slice(&chunk[0]);
+        let delay = inner.output_delay();
+        while self.out.len() < expected.saturating_add(delay) {
+            let chunk = inner
+                .process_partial::<&[f32]>(None, None)
+                .map_err(|e| fail(&e))?;
+            if chunk[0].is_empty() {
+                break;
+            }
+            self.out.extend_from_slice(&chunk[0]);
+        }
+        let start = delay.min(self.out.len());
+        let end = start.saturating_add(expected).min(self.out.len());
+        self.out.truncate(end);
+        self.out.drain(..start);
+        Ok(self.out)
     }
-    let start = delay.min(out.len());
-    let end = (start + expected).min(out.len());
-    Ok(out[start..end].to_vec())
+}
+
+/// Resamples mono `samples` at `rate` hertz to [`TARGET_RATE`] in one go.
+#[cfg(test)]
+fn to_target_rate(samples: &[f32], rate: u32) -> Result<Vec<f32>, ConvertError> {
+    let mut r = Resampling::new(rate)?;
+    // Uneven pieces, as decoders deliver them.
+    for piece in samples.chunks(777) {
+        r.push(piece)?;
+    }
+    r.finish()
 }
 
 #[cfg(test)]

@@ -259,6 +259,16 @@ pub struct Claimed {
     pub original: Vec<u8>,
 }
 
+/// Whether a conversion job is due at `now` (a cheap read before claiming in a write).
+pub fn any_due(conn: &mut dyn Conn, now: Timestamp) -> Result<bool, DbError> {
+    Ok(conn
+        .query_opt(
+            "SELECT 1 FROM audio_conversions WHERE next_at <= $1 LIMIT 1",
+            params![now],
+        )?
+        .is_some())
+}
+
 /// Claims up to `limit` due conversion jobs, leasing each for `lease_ms`: a worker that dies
 /// mid-conversion leaves the job to be claimed again when the lease runs out.
 pub fn claim_conversions(

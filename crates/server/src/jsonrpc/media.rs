@@ -1,7 +1,8 @@
 //! `media/library.*`: audio files through the earlier interface, for the operations v2.0
 //! has: `create [name]` (-> id), `get [id]`, `get_list [null]`, `set_name [id, name]`,
 //! `set_content [id, text, base64]` (the text is ignored: no text-to-speech), `delete [id]`,
-//! `get_phone_id [id, country]`. An id is the numeric `id` or the `hash` of the object.
+//! `get_phone_id [id, country]`, `search [filters, options]`. An id is the numeric `id` or
+//! the `hash` of the object.
 
 use base64::Engine;
 use dialtone_domain::Sid;
@@ -100,6 +101,85 @@ pub async fn get_list(call: &Call<'_>) -> Result<Value, RpcError> {
         .read(move |c| audio_files::list(c, account, 1000))
         .await?;
     Ok(list.iter().map(object).collect())
+}
+
+fn text_option(v: &Value, key: &str, index: usize) -> Result<Option<String>, RpcError> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(RpcError::invalid_param(
+            index,
+            format!("{key} must be a string"),
+        )),
+    }
+}
+
+fn int_option(v: &Value, key: &str, default: i64, max: i64) -> Result<i64, RpcError> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(default),
+        Some(n) => n.as_i64().filter(|n| (0..=max).contains(n)).ok_or_else(|| {
+            RpcError::new(
+                codes::INVALID_PROPERTY,
+                format!("{key} must be an integer from 0 to {max}"),
+            )
+        }),
+    }
+}
+
+/// `media/library.search [filters, options]` -> `{hits, total, offset, has_more}`, newest
+/// first. Filters: `name` (part, 1 to 64 characters), `status` (e.g. `READY`), `source`
+/// (`UPLOAD` or `PHONE`); options: `offset`, `limit` (1 to 100, default 10).
+pub async fn search(call: &Call<'_>) -> Result<Value, RpcError> {
+    let (filters, options) = (call.param(0).clone(), call.param(1).clone());
+    let name = text_option(&filters, "name", 0)?;
+    if name
+        .as_ref()
+        .is_some_and(|n| !(1..=64).contains(&n.chars().count()))
+    {
+        return Err(RpcError::invalid_param(
+            0,
+            "name must be 1 to 64 characters long",
+        ));
+    }
+    let word = |key: &str, allowed: &[&str]| -> Result<Option<String>, RpcError> {
+        let Some(v) = text_option(&filters, key, 0)? else {
+            return Ok(None);
+        };
+        let v = v.to_ascii_lowercase().replace('_', "-");
+        if allowed.contains(&v.as_str()) {
+            Ok(Some(v))
+        } else {
+            Err(RpcError::invalid_param(
+                0,
+                format!("{key} is not a known value"),
+            ))
+        }
+    };
+    let filter = audio_files::Filter {
+        name,
+        status: word("status", &audio_files::STATUSES)?,
+        source: word("source", &audio_files::SOURCES)?,
+    };
+    let offset = int_option(&options, "offset", 0, 1_000_000_000)?;
+    let limit = int_option(&options, "limit", 10, 100)?.max(1);
+    let paging = dialtone_store::search::Paging {
+        sort_column: "created",
+        descending: true,
+        offset,
+        limit,
+    };
+    let account = call.caller.account.id;
+    let (total, hits) = call
+        .state
+        .store
+        .read(move |c| audio_files::search(c, account, &filter, &paging))
+        .await?;
+    Ok(json!({
+        "hits": hits.iter().map(object).collect::<Vec<_>>(),
+        "total": total,
+        "offset": offset,
+        "has_more": offset + (hits.len() as i64) < total,
+    }))
 }
 
 /// `media/library.set_name [id, name]` -> true.

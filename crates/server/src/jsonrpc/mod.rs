@@ -255,6 +255,7 @@ async fn dispatch(method: &str, call: Call<'_>) -> Result<Value, RpcError> {
         "media/library.set_content" => media::set_content(&call).await,
         "media/library.delete" => media::delete(&call).await,
         "media/library.get_phone_id" => media::get_phone_id(&call).await,
+        "media/library.search" => media::search(&call).await,
         _ => Err(RpcError::new(
             codes::METHOD_NOT_FOUND,
             format!("method not found: {method}"),

@@ -24,6 +24,14 @@ pub const MAX_ATTEMPTS: i64 = 3;
 /// Converts the due jobs once; returns how many were handled.
 pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
     let now = state.clock.now();
+    // Most ticks find nothing: ask a reader before taking the writer.
+    if !state
+        .store
+        .read(move |c| audio_files::any_due(c, now))
+        .await?
+    {
+        return Ok(0);
+    }
     let claimed = state
         .store
         .write(move |c| {

@@ -10,7 +10,7 @@ use crate::state::AppState;
 
 /// Largest text part (the name).
 const MAX_TEXT_PART: usize = 4096;
-/// Room for part headers and boundaries on top of the file size limit.
+/// Room for part headers and boundaries on top of the size limits.
 const OVERHEAD: usize = 64 * 1024;
 
 /// The uploaded file part.
@@ -48,19 +48,60 @@ fn malformed(e: impl std::fmt::Display) -> ApiError {
 }
 
 /// Reads a multipart body whose parts must be among `allowed` (`name`, `file`).
+///
+/// On a refusal (unknown part, file over the limit...) the rest of the body is read and
+/// discarded, up to [`drain_cap`], before answering: a server that answers and closes while
+/// the client is still sending makes most clients report a broken connection instead of the
+/// answer. Bodies announced larger than the cap are refused at once, unread.
 pub async fn read(state: &AppState, req: Request, allowed: &[&str]) -> ApiResult<Upload> {
-    let max_file = state.config.audio_max_bytes;
+    let cap = drain_cap(state);
     let declared_len = req
         .headers()
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok());
-    if declared_len.is_some_and(|n| n > max_file.saturating_add(OVERHEAD)) {
+    if declared_len.is_some_and(|n| n > cap) {
         return Err(super::too_large(state));
     }
     let mut multipart = Multipart::from_request(req, state)
         .await
         .map_err(|e| ApiError::invalid("body", format!("not a multipart body: {e}")))?;
+    let result = read_parts(state, &mut multipart, allowed).await;
+    if result.is_err() {
+        drain(&mut multipart, cap).await;
+    }
+    result
+}
+
+/// The most a refused body is read (and discarded) before answering.
+fn drain_cap(state: &AppState) -> usize {
+    state
+        .config
+        .audio_max_bytes
+        .saturating_mul(2)
+        .max(8 * 1024 * 1024)
+        .saturating_add(OVERHEAD)
+}
+
+/// Reads and discards what is left of the body, up to `cap` bytes.
+async fn drain(multipart: &mut Multipart, cap: usize) {
+    let mut seen = 0usize;
+    while let Ok(Some(mut field)) = multipart.next_field().await {
+        while let Ok(Some(chunk)) = field.chunk().await {
+            seen = seen.saturating_add(chunk.len());
+            if seen > cap {
+                return;
+            }
+        }
+    }
+}
+
+async fn read_parts(
+    state: &AppState,
+    multipart: &mut Multipart,
+    allowed: &[&str],
+) -> ApiResult<Upload> {
+    let max_file = state.config.audio_max_bytes;
     let mut upload = Upload::default();
     while let Some(mut field) = multipart.next_field().await.map_err(malformed)? {
         let name = field.name().unwrap_or_default().to_owned();

@@ -175,6 +175,21 @@ async fn audio_create_get_patch_delete(app: TestApp) {
 
     let events = app.events(&acct.sid, "media.library.status_update").await;
     assert_eq!(statuses(&events, &sid.to_uppercase()), ["PENDING_CONTENT"]);
+
+    // Every route is in the OpenAPI document, with both create bodies.
+    let (status, doc) = send(app.anon(Method::GET, "/v2.0/openapi.json")).await;
+    assert_eq!(status, 200);
+    for path in [
+        "/audio-files",
+        "/audio-files/{sid}",
+        "/audio-files/{sid}/file",
+        "/audio-files/{sid}/phone-id",
+    ] {
+        assert!(doc["paths"][path].is_object(), "{path} missing");
+    }
+    let create = &doc["paths"]["/audio-files"]["post"]["requestBody"]["content"];
+    assert!(create["application/json"].is_object(), "{create}");
+    assert!(create["multipart/form-data"].is_object(), "{create}");
 }
 
 async fn audio_bad_input(app: TestApp) {
@@ -458,6 +473,17 @@ async fn audio_size_and_duration_limits(app: TestApp) {
     )
     .await;
     assert_error(status, &v, 400, "file_too_large");
+    // Far over the limit: refused from Content-Length, before the body is read.
+    let big = vec![7u8; 3 * 1024 * 1024];
+    let (status, v) = send_multipart(
+        &app,
+        &acct,
+        Method::POST,
+        "/v2.0/audio-files",
+        &[("name", None, b"huge"), ("file", Some("audio/wav"), &big)],
+    )
+    .await;
+    assert_error(status, &v, 400, "file_too_large");
     let (_, v) = send(app.req(&acct, Method::GET, "/v2.0/audio-files")).await;
     assert_eq!(v["total"], 0, "nothing stored: {v}");
     assert!(
@@ -730,6 +756,29 @@ async fn audio_conversion_resumes_after_crash(app: TestApp) {
         .expect("finish");
     assert_eq!(result, None);
     assert_eq!(get(&app, &acct, &sid).await["status"], "ready");
+
+    // Content whose conversion never finishes (its workers keep dying) ends in error.
+    let sid = upload(&app, &acct, "poison", "audio/wav", &fixture("tone1k.wav")).await;
+    for _ in 0..dialtone::media::conversion::MAX_ATTEMPTS {
+        let now = dialtone_domain::Clock::now(&app.clock);
+        let claimed = app
+            .state
+            .store
+            .write(move |c| audio_files::claim_conversions(c, now, LEASE_MS, 10))
+            .await
+            .expect("claim");
+        assert_eq!(claimed.len(), 1);
+        app.clock.advance_ms(LEASE_MS + 1);
+    }
+    assert_eq!(app.tick().await, 1);
+    let v = get(&app, &acct, &sid).await;
+    assert_eq!(v["status"], "error", "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("undecodable")),
+        "{v}"
+    );
 }
 
 async fn audio_phone_recording(app: TestApp) {
@@ -863,6 +912,24 @@ async fn audio_json_rpc(app: TestApp) {
     assert_eq!(v["result"]["name"], "Hello");
     let v = rpc(&app, &acct, "media/library.get_list", json!([null])).await;
     assert_eq!(v["result"].as_array().map(Vec::len), Some(1), "{v}");
+    let v = rpc(
+        &app,
+        &acct,
+        "media/library.search",
+        json!([{"name": "ell", "status": "READY"}, {"limit": 5}]),
+    )
+    .await;
+    assert_eq!(v["result"]["total"], 1, "{v}");
+    assert_eq!(v["result"]["hits"][0]["hash"], hash.as_str());
+    assert_eq!(v["result"]["has_more"], false);
+    let v = rpc(
+        &app,
+        &acct,
+        "media/library.search",
+        json!([{"status": "DONE"}, null]),
+    )
+    .await;
+    assert_eq!(v["error"]["code"], 151, "{v}");
     let v = rpc(&app, &acct, "media/library.get_phone_id", json!([id, "GB"])).await;
     assert!(
         v["result"]["phone_number"]
