@@ -2,6 +2,7 @@
 //! HTTP 200 for every answer (the official SDKs treat any other status as a transport
 //! failure), errors as `{code, message, data}` with the earlier numeric codes.
 
+mod apps;
 mod did;
 mod media;
 pub mod sms;
@@ -256,6 +257,14 @@ async fn dispatch(method: &str, call: Call<'_>) -> Result<Value, RpcError> {
         "media/library.delete" => media::delete(&call).await,
         "media/library.get_phone_id" => media::get_phone_id(&call).await,
         "media/library.search" => media::search(&call).await,
+        "apps.create" => apps::create(&call).await,
+        "apps.edit" => apps::edit(&call).await,
+        "apps.delete" => apps::delete(&call).await,
+        "apps.get" => apps::get(&call).await,
+        "apps.get_list" | "apps.search" => apps::get_list(&call).await,
+        "apps.assign_did" => apps::assign_did(&call).await,
+        "apps.remove_did" => apps::remove_did(&call).await,
+        "actions.start" => apps::start(&call).await,
         _ => Err(RpcError::new(
             codes::METHOD_NOT_FOUND,
             format!("method not found: {method}"),

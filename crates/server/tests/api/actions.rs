@@ -708,3 +708,60 @@ fn tone_wav(rate: u32, ms: u32) -> Vec<u8> {
     out.extend_from_slice(&data);
     out
 }
+
+both_backends!(apps_and_actions_start_through_json_rpc);
+
+async fn apps_and_actions_start_through_json_rpc(app: TestApp) {
+    use crate::jsonrpc::rpc;
+    let acct = app.account().await;
+    let script = "branches:\n  api-initiated:\n    actions:\n      - action: javascript@v1\n        params: {code: \"$twice = $n * 2\"}\n";
+    let created = rpc(
+        &app,
+        &acct,
+        "apps.create",
+        json!(["ACTIONS10", "rpc app", {"format": "YAML", "script": script}]),
+    )
+    .await;
+    let a = &created["result"];
+    assert_eq!(a["name"], "rpc app", "{created}");
+    assert_eq!(a["p"]["script"], script);
+    let hash = a["hash"].as_str().unwrap().to_owned();
+    let bad = rpc(
+        &app,
+        &acct,
+        "apps.create",
+        json!(["ACTIONS10", "bad", {"format": "YAML", "script": "branches: ["}]),
+    )
+    .await;
+    assert!(bad["error"]["code"].is_i64(), "{bad}");
+    let wrong = rpc(
+        &app,
+        &acct,
+        "apps.create",
+        json!(["REALTIME10", "x", {"script": script}]),
+    )
+    .await;
+    assert!(wrong["error"].is_object(), "{wrong}");
+    let list = rpc(&app, &acct, "apps.get_list", json!([])).await;
+    assert_eq!(list["result"].as_array().unwrap().len(), 1);
+    // The same scenario is visible on v2.0 under its lowercase sid.
+    let sid = hash.to_lowercase();
+    let (status, _) = send(app.req(&acct, Method::GET, &format!("/v2.0/actions/{sid}"))).await;
+    assert_eq!(status, 200);
+    let started = rpc(
+        &app,
+        &acct,
+        "actions.start",
+        json!([hash, {"variables": {"$n": 21}}]),
+    )
+    .await;
+    let run = started["result"]["runId"].as_str().unwrap().to_owned();
+    let r = finished_run(&app, &acct, &sid, &run).await;
+    assert_eq!(r["variables"]["$twice"], 42, "{r}");
+    let edited = rpc(&app, &acct, "apps.edit", json!([hash, "renamed", null])).await;
+    assert_eq!(edited["result"]["name"], "renamed", "{edited}");
+    let deleted = rpc(&app, &acct, "apps.delete", json!([hash])).await;
+    assert_eq!(deleted["result"], true);
+    let gone = rpc(&app, &acct, "apps.get", json!([hash])).await;
+    assert_eq!(gone["error"]["code"], 115, "{gone}");
+}
