@@ -37,6 +37,15 @@ impl Req {
         }
     }
 
+    /// A POST of a computed path with a JSON body.
+    pub fn post_owned(path: String, body: &'static str) -> Self {
+        Self {
+            method: "POST",
+            path,
+            body: Some(body),
+        }
+    }
+
     /// A POST with a JSON body.
     pub fn post(path: &'static str, body: &'static str) -> Self {
         Self {

@@ -32,7 +32,7 @@ struct Args {
     /// Webhook deliveries to time.
     #[arg(long, default_value_t = 20_000)]
     deliveries: u64,
-    /// Only these benchmarks (comma separated: start,ping,sms,search,webhooks).
+    /// Only these benchmarks (comma separated: start,ping,sms,runs,search,webhooks).
     #[arg(long)]
     only: Option<String>,
 }
@@ -72,7 +72,7 @@ async fn main() -> anyhow::Result<()> {
     }
     let key = srv.account("bench", "100000000.00").await?;
 
-    let ping = if wanted(&args, "ping") || wanted(&args, "sms") {
+    let ping = if wanted(&args, "ping") || wanted(&args, "sms") || wanted(&args, "runs") {
         let r = load::run(
             &srv.base,
             &key,
@@ -111,6 +111,44 @@ async fn main() -> anyhow::Result<()> {
         let errors = r.non_2xx;
         if errors > 0 {
             println!("  ({errors} answers were not 2xx)");
+        }
+    }
+
+    if wanted(&args, "runs") {
+        let created = srv
+            .post(
+                &key,
+                "/v2.0/actions",
+                &json!({"name": "bench", "script": RUNS_SCRIPT}),
+            )
+            .await?;
+        let sid = created["sid"]
+            .as_str()
+            .ok_or_else(|| anyhow::anyhow!("scenario not created: {created}"))?
+            .to_owned();
+        let path = format!("/v2.0/actions/{sid}/runs");
+        let t0 = Instant::now();
+        let r = load::run(
+            &srv.base,
+            &key,
+            args.connections,
+            Duration::from_secs(args.seconds),
+            move || load::Req::post_owned(path.clone(), r#"{"variables":{"$n":3}}"#),
+        )
+        .await?;
+        println!("POST /v2.0/actions/{{sid}}/runs accepted: {}", r.summary());
+        // Every accepted run must finish: count them done, from the first request.
+        let done = srv.wait_runs_done(Duration::from_secs(120)).await?;
+        let took = t0.elapsed().as_secs_f64();
+        println!(
+            "  10-step runs completed: {done} in {took:.2} s = {:.0} runs/s end to end",
+            done as f64 / took
+        );
+        if let Some(p) = &ping {
+            println!(
+                "  = {:.0}% of the ping rate in the same run",
+                100.0 * r.rate() / p.rate()
+            );
         }
     }
 
@@ -194,6 +232,36 @@ async fn main() -> anyhow::Result<()> {
     srv.stop().await?;
     Ok(())
 }
+
+/// Ten steps with expressions, no outside I/O: what `api-initiated` runs cost the engine.
+const RUNS_SCRIPT: &str = r#"variables:
+  $total: 0
+branches:
+  api-initiated:
+    actions:
+      - action: javascript@v1
+        params: { code: "$total = $n * 2" }
+      - action: log@v1
+        params: { message: "start ${{ run.id }} with ${{ $total }}" }
+      - if: "$total > 1"
+        then:
+          - action: javascript@v1
+            params: { code: "$total = $total + 1" }
+      - action: javascript@v1
+        params: { code: "$list = [1, 2, 3].map(x => x * $total)" }
+      - action: log@v1
+        params: { message: "list ${{ $list.join(',') }}" }
+      - if: "$list.length === 3"
+        goto: { branch: second }
+  second:
+    actions:
+      - action: javascript@v1
+        params: { code: "$sum = $list.reduce((a, b) => a + b, 0)" }
+      - action: log@v1
+        params: { message: "sum ${{ $sum }} at ${{ now.toISOString() }}" }
+      - action: javascript@v1
+        params: { code: "$done = true" }
+"#;
 
 fn rand_u32() -> u32 {
     use std::sync::atomic::{AtomicU32, Ordering};

@@ -88,3 +88,18 @@ pub async fn events(url: &str, account_sid: &str, n: u64) -> anyhow::Result<()> 
     }
     Ok(())
 }
+
+/// Runs in the database: (finished, still running).
+pub async fn runs(url: &str) -> anyhow::Result<(i64, i64)> {
+    let store = open(url).await?;
+    let row = store
+        .read(|c| {
+            c.query_one(
+                "SELECT COALESCE(SUM(CASE WHEN status = 'running' THEN 0 ELSE 1 END), 0), \
+                 COALESCE(SUM(CASE WHEN status = 'running' THEN 1 ELSE 0 END), 0) FROM runs",
+                params![],
+            )
+        })
+        .await?;
+    Ok((row.int(0)?, row.int(1)?))
+}

@@ -170,6 +170,19 @@ impl Server {
         Ok(v)
     }
 
+    /// Waits until no run is still running; returns how many finished.
+    pub async fn wait_runs_done(&self, limit: Duration) -> anyhow::Result<i64> {
+        let t0 = std::time::Instant::now();
+        loop {
+            let (done, running) = crate::seed::runs(&self.database_url).await?;
+            if running == 0 {
+                return Ok(done);
+            }
+            anyhow::ensure!(t0.elapsed() < limit, "{running} runs still running");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// A GET with the key.
     pub async fn get(&self, key: &str, path: &str) -> anyhow::Result<Value> {
         Ok(load::once_key(&self.base, "GET", path, key, None).await?.1)

@@ -36,6 +36,12 @@ impl Application {
         let listener = TcpListener::bind(&config.listen)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
+        let mut config = config;
+        if config.public_url.is_none()
+            && let Ok(addr) = listener.local_addr()
+        {
+            config.public_url = Some(format!("http://{addr}"));
+        }
         let simulated = Arc::new(Simulated::new(config.sim_step_ms));
         let http = webhooks::delivery::client(config.webhook_timeout_ms);
         let state = AppState {

@@ -77,6 +77,10 @@ pub struct Settings {
     /// process; `false` makes an API-only node beside nodes that run them [default: true].
     #[arg(long, env = "DIALTONE_WORKERS", global = true)]
     pub workers: Option<bool>,
+    /// Base URL clients reach this server at, for signed download links
+    /// [default: http://LISTEN].
+    #[arg(long, env = "DIALTONE_PUBLIC_URL", global = true)]
+    pub public_url: Option<String>,
 }
 
 /// The commands.
@@ -264,6 +268,9 @@ impl Settings {
         }
         if let Some(run) = self.workers.or(file.workers) {
             config.run_workers = run;
+        }
+        if let Some(url) = self.public_url.clone().or(file.public_url) {
+            config.public_url = Some(url);
         }
         config.validate()?;
         Ok(config)

@@ -41,6 +41,9 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// Run background workers in this process (tests drive them by hand instead).
     pub run_workers: bool,
+    /// Base URL clients reach this server at, for links it hands out (signed download
+    /// URLs); `http://<listen address>` when unset.
+    pub public_url: Option<String>,
     /// Load the built-in fictional number inventory when the inventory is empty.
     pub default_inventory: bool,
     /// Milliseconds between two statuses of an SMS on the simulated network.
@@ -96,6 +99,8 @@ pub struct FileConfig {
     pub audio_max_duration: Option<u64>,
     /// See [`Config::run_workers`].
     pub workers: Option<bool>,
+    /// See [`Config::public_url`].
+    pub public_url: Option<String>,
 }
 
 impl FileConfig {
@@ -128,6 +133,7 @@ impl Config {
             dev_account: true,
             max_body_bytes: 2 * 1024 * 1024,
             run_workers: true,
+            public_url: None,
             default_inventory: true,
             sim_step_ms: 200,
             shared_sender: "+447700900000".to_owned(),
@@ -138,6 +144,15 @@ impl Config {
             audio_max_bytes: 20 * 1024 * 1024,
             audio_max_duration_ms: 10 * 60 * 1000,
         }
+    }
+
+    /// The base of links this server hands out, without a trailing slash.
+    pub fn public_url(&self) -> String {
+        self.public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{}", self.listen))
+            .trim_end_matches('/')
+            .to_owned()
     }
 
     /// Checks what the types alone do not.

@@ -22,6 +22,7 @@ pub mod sandbox;
 pub mod scenarios;
 pub mod sms;
 pub mod state;
+pub mod tasks;
 pub mod v2;
 pub mod webhooks;
 pub mod workers;

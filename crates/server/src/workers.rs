@@ -23,8 +23,9 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
     let fees = crate::billing::charge_monthly_fees(state).await?;
     let delivered = crate::webhooks::delivery::tick(state).await?;
     let runs = crate::scenarios::worker::tick(state).await?;
+    let tasks = crate::tasks::tick(state).await?;
     let converted = crate::media::conversion::tick(state).await?;
-    Ok(expired + sms + fees + delivered + runs + converted)
+    Ok(expired + sms + fees + delivered + runs + tasks + converted)
 }
 
 /// Loops over [`tick`] until `shutdown` is cancelled, pausing when there is nothing to do.

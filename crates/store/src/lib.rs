@@ -18,12 +18,14 @@ pub mod numbers;
 mod pool;
 mod postgres;
 pub mod rates;
+pub mod recordings;
 pub mod runs;
 pub mod scenarios;
 pub mod search;
 pub mod sms;
 pub mod sql;
 mod sqlite;
+pub mod tasks;
 pub mod webhooks;
 
 use std::path::PathBuf;

@@ -34,6 +34,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(6, "0006_billing"),
     migration!(7, "0007_actions"),
     migration!(8, "0008_audio_files"),
+    migration!(9, "0009_tasks"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

@@ -1,0 +1,195 @@
+//! The task engine: account jobs (`calls-export`, `recordings-update`, `recordings-delete`)
+//! claimed with a lease, advanced one slice per claim, each slice committed with its
+//! progress; every status move emits `job.status_update`; a cancel lands at the next slice.
+
+pub mod export;
+
+use dialtone_domain::Timestamp;
+use dialtone_store::tasks::{self, Task};
+use dialtone_store::{Conn, events, recordings};
+use serde_json::{Value, json};
+
+use crate::http::error::ApiError;
+use crate::state::AppState;
+
+/// Items handled per slice.
+pub const SLICE: i64 = 1_000;
+/// How long a claimed task is left to its node.
+const LEASE_MS: i64 = 60_000;
+
+/// The task object of v2.0 (and of `job.status_update`).
+pub fn view(t: &Task) -> Value {
+    json!({
+        "taskid": t.taskid,
+        "type": t.kind,
+        "status": t.status,
+        "progress": {"done": t.done, "total": t.total},
+        "result": t.result.as_deref().and_then(|r| serde_json::from_str::<Value>(r).ok()),
+        "error": t.error,
+        "created": t.created.to_rfc3339(),
+        "updated": t.updated.to_rfc3339(),
+    })
+}
+
+/// Moves a task and emits `job.status_update`; false when it had already ended.
+pub fn move_to(
+    c: &mut dyn Conn,
+    task: &Task,
+    status: &str,
+    result: Option<&str>,
+    error: Option<&str>,
+    now: Timestamp,
+) -> Result<bool, ApiError> {
+    if !tasks::set_status(c, task.id, status, result, error, now)? {
+        return Ok(false);
+    }
+    if let Some(t) = tasks::by_id(c, task.id)? {
+        events::emit(
+            c,
+            t.account_id,
+            "job.status_update",
+            &view(&t).to_string(),
+            now,
+        )?;
+    }
+    Ok(true)
+}
+
+/// Creates a task (PENDING) and wakes the workers.
+pub async fn start(
+    state: &AppState,
+    account_id: i64,
+    kind: &'static str,
+    params: Value,
+    total: i64,
+) -> Result<Task, ApiError> {
+    let now = state.clock.now();
+    let task = state
+        .store
+        .write(move |c| {
+            Ok::<_, ApiError>(tasks::create(
+                c,
+                account_id,
+                kind,
+                &params.to_string(),
+                total,
+                now,
+            )?)
+        })
+        .await?;
+    state.wake.notify_one();
+    Ok(task)
+}
+
+/// Cancels a task: PENDING at once, RUNNING at its next safe point; 400
+/// `task_not_cancellable` otherwise.
+pub async fn cancel(state: &AppState, account_id: i64, taskid: String) -> Result<(), ApiError> {
+    let now = state.clock.now();
+    state
+        .store
+        .write(move |c| {
+            let t =
+                tasks::get(c, account_id, &taskid)?.ok_or_else(|| ApiError::not_found("task"))?;
+            match t.status.as_str() {
+                "PENDING" => {
+                    move_to(c, &t, "CANCELED", None, None, now)?;
+                }
+                "RUNNING" => tasks::request_cancel(c, t.id)?,
+                other => {
+                    return Err(ApiError::bad_request(
+                        "task_not_cancellable",
+                        format!(
+                            "the task is {other}: only PENDING or RUNNING tasks can be cancelled"
+                        ),
+                    ));
+                }
+            }
+            Ok(())
+        })
+        .await
+}
+
+/// Advances every claimable task by one slice; returns how many advanced.
+pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
+    let now = state.clock.now();
+    let claimed = state
+        .store
+        .write(move |c| tasks::claim(c, now, LEASE_MS, 20))
+        .await?;
+    let n = claimed.len();
+    for task in claimed {
+        let st = state.clone();
+        let secret = export::secret(state).await?;
+        state
+            .store
+            .write(move |c| slice(c, &st, &task, &secret))
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    Ok(n)
+}
+
+/// One slice of a task, in one transaction: the safe point of cancels and crashes.
+fn slice(c: &mut dyn Conn, state: &AppState, task: &Task, secret: &str) -> Result<(), ApiError> {
+    let now = state.clock.now();
+    let Some(task) = tasks::by_id(c, task.id)? else {
+        return Ok(());
+    };
+    if task.cancel_requested {
+        move_to(c, &task, "CANCELED", None, None, now)?;
+        return Ok(());
+    }
+    if task.status == "PENDING" {
+        move_to(c, &task, "RUNNING", None, None, now)?;
+    }
+    let params: Value = serde_json::from_str(&task.params).unwrap_or(Value::Null);
+    let finished = match task.kind.as_str() {
+        "calls-export" => export::slice(c, state, &task, &params, secret, now)?,
+        "recordings-update" | "recordings-delete" => bulk_slice(c, &task, &params, now)?,
+        other => {
+            move_to(
+                c,
+                &task,
+                "ERROR",
+                None,
+                Some(&format!("unknown task type {other}")),
+                now,
+            )?;
+            return Ok(());
+        }
+    };
+    if let Some(result) = finished {
+        move_to(c, &task, "DONE", Some(&result.to_string()), None, now)?;
+    }
+    Ok(())
+}
+
+/// A slice of a bulk recordings change; the result once every recording is done.
+fn bulk_slice(
+    c: &mut dyn Conn,
+    task: &Task,
+    params: &Value,
+    now: Timestamp,
+) -> Result<Option<Value>, ApiError> {
+    let sids: Option<Vec<String>> = params.get("sids").and_then(Value::as_array).map(|a| {
+        a.iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect()
+    });
+    let batch = recordings::slice(c, task.account_id, sids.as_deref(), task.cursor, SLICE)?;
+    let read = params.get("read").and_then(Value::as_bool).unwrap_or(true);
+    for (_, sid) in &batch {
+        if task.kind == "recordings-delete" {
+            recordings::delete(c, task.account_id, sid)?;
+        } else {
+            recordings::set_read(c, task.account_id, sid, read, now)?;
+        }
+    }
+    let done = task.done + batch.len() as i64;
+    let cursor = batch.last().map_or(task.cursor, |(id, _)| *id);
+    tasks::advance(c, task.id, cursor, done, task.total.max(done), now)?;
+    if (batch.len() as i64) < SLICE {
+        return Ok(Some(json!({"count": done})));
+    }
+    Ok(None)
+}
