@@ -12,6 +12,7 @@ pub mod numbers;
 pub mod openapi;
 pub mod ping;
 pub mod sms;
+pub mod tasks;
 pub mod webhooks;
 
 use axum::Router;
@@ -31,6 +32,8 @@ pub fn router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(actions::run))
         .routes(routes!(actions::get_run, actions::stop_run))
         .routes(routes!(calls::hang_up))
+        .routes(routes!(tasks::export_calls))
+        .routes(routes!(tasks::get, tasks::cancel))
         .routes(routes!(end_users::search, end_users::create))
         .routes(routes!(
             end_users::get,
@@ -61,6 +64,8 @@ pub fn router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(audio_files::router())
         .split_for_parts();
     openapi::finish(&mut doc);
-    let router = router.route("/openapi.json", openapi::serve(&doc));
+    let router = router
+        .route("/openapi.json", openapi::serve(&doc))
+        .route("/downloads/{taskid}", axum::routing::get(tasks::download));
     (router, doc)
 }

@@ -14,4 +14,5 @@ mod numbers;
 mod receiver;
 mod sdk;
 mod sms;
+mod tasks;
 mod webhooks;
