@@ -192,14 +192,7 @@ pub fn slice(
         if sids.is_empty() {
             return Ok(Vec::new());
         }
-        q.push(" AND sid IN (");
-        for (i, s) in sids.iter().enumerate() {
-            if i > 0 {
-                q.push(", ");
-            }
-            q.bind(s.as_str());
-        }
-        q.push(")");
+        only_sids(&mut q, sids);
     }
     q.push(" ORDER BY id LIMIT ").bind(limit);
     conn.query(q.sql(), q.params())?
@@ -214,5 +207,24 @@ pub fn count(
     account_id: i64,
     sids: Option<&[String]>,
 ) -> Result<i64, DbError> {
-    Ok(slice(conn, account_id, sids, 0, i64::MAX / 2)?.len() as i64)
+    let mut q = SqlBuilder::new("SELECT COUNT(*) FROM recordings WHERE account_id = ");
+    q.bind(account_id);
+    if let Some(sids) = sids {
+        if sids.is_empty() {
+            return Ok(0);
+        }
+        only_sids(&mut q, sids);
+    }
+    conn.query_one(q.sql(), q.params())?.int(0)
+}
+
+fn only_sids(q: &mut SqlBuilder, sids: &[String]) {
+    q.push(" AND sid IN (");
+    for (i, s) in sids.iter().enumerate() {
+        if i > 0 {
+            q.push(", ");
+        }
+        q.bind(s.as_str());
+    }
+    q.push(")");
 }

@@ -4,6 +4,7 @@
 
 mod apps;
 mod did;
+mod jobs;
 mod media;
 pub mod sms;
 mod system;
@@ -265,6 +266,8 @@ async fn dispatch(method: &str, call: Call<'_>) -> Result<Value, RpcError> {
         "apps.assign_did" => apps::assign_did(&call).await,
         "apps.remove_did" => apps::remove_did(&call).await,
         "actions.start" => apps::start(&call).await,
+        "jobs.get" => jobs::get(&call).await,
+        "jobs.cancel" => jobs::cancel(&call).await,
         _ => Err(RpcError::new(
             codes::METHOD_NOT_FOUND,
             format!("method not found: {method}"),

@@ -261,7 +261,8 @@ pub fn open_leg(
 }
 
 /// Stores a recording of `call` from `started` to `end` (ms) with the audio the caller sent,
-/// or silence of that length; emits `media.recording.new`; returns the recording object.
+/// or silence of that length; emits `media.recording.new` (the earlier Media.Recording
+/// shape); returns the v2.0 recording object.
 #[allow(clippy::too_many_arguments)]
 pub fn record(
     c: &mut dyn Conn,
@@ -309,7 +310,16 @@ pub fn record(
         "transcript": null,
         "created": now.to_rfc3339(),
     });
-    emit(c, run.account_id, "media.recording.new", &object, now)?;
+    let legacy = json!({
+        "hash": sid.to_hash(),
+        "type": kind.to_ascii_uppercase(),
+        "callid": call.callid,
+        "caller": call.caller,
+        "callee": call.callee,
+        "duration": duration,
+        "status": "READY",
+    });
+    emit(c, run.account_id, "media.recording.new", &legacy, now)?;
     calls::log(
         c,
         call.id,

@@ -17,7 +17,7 @@ pub const SLICE: i64 = 1_000;
 /// How long a claimed task is left to its node.
 const LEASE_MS: i64 = 60_000;
 
-/// The task object of v2.0 (and of `job.status_update`).
+/// The task object of v2.0.
 pub fn view(t: &Task) -> Value {
     json!({
         "taskid": t.taskid,
@@ -28,6 +28,25 @@ pub fn view(t: &Task) -> Value {
         "error": t.error,
         "created": t.created.to_rfc3339(),
         "updated": t.updated.to_rfc3339(),
+    })
+}
+
+/// The earlier Job object, of JSON-RPC `jobs.get` and of `job.status_update`:
+/// `{hash, type, status, progress, result}`, `progress` in whole percent.
+pub fn legacy(t: &Task) -> Value {
+    let percent = if t.status == "DONE" {
+        100
+    } else if t.total > 0 {
+        (t.done.saturating_mul(100) / t.total).clamp(0, 99)
+    } else {
+        0
+    };
+    json!({
+        "hash": t.taskid.to_ascii_uppercase(),
+        "type": t.kind,
+        "status": t.status,
+        "progress": percent,
+        "result": t.result.as_deref().and_then(|r| serde_json::from_str::<Value>(r).ok()),
     })
 }
 
@@ -48,7 +67,7 @@ pub fn move_to(
             c,
             t.account_id,
             "job.status_update",
-            &view(&t).to_string(),
+            &legacy(&t).to_string(),
             now,
         )?;
     }

@@ -11,6 +11,7 @@ pub mod number_store;
 pub mod numbers;
 pub mod openapi;
 pub mod ping;
+pub mod recordings;
 pub mod sms;
 pub mod tasks;
 pub mod webhooks;
@@ -34,6 +35,17 @@ pub fn router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(calls::hang_up))
         .routes(routes!(tasks::export_calls))
         .routes(routes!(tasks::get, tasks::cancel))
+        .routes(routes!(
+            recordings::search,
+            recordings::update_many,
+            recordings::delete_many
+        ))
+        .routes(routes!(
+            recordings::get,
+            recordings::update,
+            recordings::delete
+        ))
+        .routes(routes!(recordings::file))
         .routes(routes!(end_users::search, end_users::create))
         .routes(routes!(
             end_users::get,

@@ -34,7 +34,7 @@ async fn create(
     .await
 }
 
-async fn scenario(app: &TestApp, acct: &TestAccount, script: &str) -> String {
+pub async fn scenario(app: &TestApp, acct: &TestAccount, script: &str) -> String {
     let (status, s) = create(app, acct, "test", script).await;
     assert_eq!(status, 201, "{s}");
     s["sid"].as_str().unwrap().to_owned()
@@ -601,23 +601,22 @@ async fn gather_times_out_and_voicemail_records_real_audio(app: TestApp) {
     );
     let recs = app.events(&acct.sid, "media.recording.new").await;
     assert_eq!(recs.len(), 1);
-    assert_eq!(recs[0]["type"], "voicemail");
+    assert_eq!(recs[0]["type"], "VOICEMAIL");
     assert_eq!(recs[0]["duration"], 2);
     assert_eq!(recs[0]["callid"], callid.as_str());
-    let rec_sid = recs[0]["sid"].as_str().unwrap().to_owned();
+    let rec_sid = recs[0]["hash"].as_str().unwrap().to_lowercase();
     let audio = app
-        .state
-        .store
-        .read(move |c| {
-            c.query_one(
-                "SELECT audio FROM recordings WHERE sid = $1",
-                &[rec_sid.as_str().into()],
-            )
-        })
+        .req(
+            &acct,
+            Method::GET,
+            &format!("/v2.0/recordings/{rec_sid}/file"),
+        )
+        .send()
         .await
-        .expect("recording");
-    let (rate, channels, ms) =
-        dialtone_media::wav_info(&audio.blob(0).unwrap()).expect("a WAV recording");
+        .unwrap();
+    assert_eq!(audio.status(), 200);
+    let audio = audio.bytes().await.unwrap();
+    let (rate, channels, ms) = dialtone_media::wav_info(&audio).expect("a WAV recording");
     assert_eq!((rate, channels), (8_000, 1));
     assert!((ms as i64 - 2_000).abs() <= 50, "{ms} ms");
     // Unusable audio is refused.
@@ -668,7 +667,7 @@ async fn the_api_hangs_up_live_calls_only(app: TestApp) {
     assert_eq!(ended["hangupSource"], "system");
     let recs = app.events(&acct.sid, "media.recording.new").await;
     assert_eq!(recs.len(), 1, "startRecording made a call recording");
-    assert_eq!(recs[0]["type"], "call");
+    assert_eq!(recs[0]["type"], "CALL");
     assert_eq!(recs[0]["duration"], 3, "silence of the call's length");
     let runs = app
         .state
@@ -678,13 +677,14 @@ async fn the_api_hangs_up_live_calls_only(app: TestApp) {
         .expect("runs");
     let vars: Value = serde_json::from_str(&runs[0].text(0).unwrap()).unwrap();
     assert_eq!(
-        vars["$rec"], recs[0]["sid"],
+        vars["$rec"].as_str().unwrap(),
+        recs[0]["hash"].as_str().unwrap().to_lowercase(),
         "events.ready ran with the recording: {vars}"
     );
 }
 
 /// A mono 16-bit WAV of a 1 kHz tone.
-fn tone_wav(rate: u32, ms: u32) -> Vec<u8> {
+pub fn tone_wav(rate: u32, ms: u32) -> Vec<u8> {
     let n = rate * ms / 1000;
     let mut data = Vec::with_capacity(n as usize * 2);
     for i in 0..n {

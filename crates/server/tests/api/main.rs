@@ -12,6 +12,7 @@ mod conventions;
 mod jsonrpc;
 mod numbers;
 mod receiver;
+mod recordings;
 mod sdk;
 mod sms;
 mod tasks;
