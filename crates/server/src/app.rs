@@ -125,13 +125,14 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
 /// Every interface on one router.
 pub fn router(state: AppState) -> Router {
     let (v2, _doc) = v2::router();
+    let keyed = || axum::middleware::from_fn_with_state(state.clone(), http::idempotency::guard);
     let mut app = Router::new()
-        .nest("/v2.0", v2)
+        .nest("/v2.0", v2.layer(keyed()))
         .merge(jsonrpc::router())
         .merge(rest11::router())
         .merge(ops::router());
     if state.simulated.is_some() {
-        app = app.merge(sandbox::router());
+        app = app.merge(sandbox::router().layer(keyed()));
     }
     if state.config.admin_token.is_some() {
         app = app.merge(admin::router(state.clone()));

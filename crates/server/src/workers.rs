@@ -25,7 +25,11 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
     let runs = crate::scenarios::worker::tick(state).await?;
     let tasks = crate::tasks::tick(state).await?;
     let converted = crate::media::conversion::tick(state).await?;
-    Ok(expired + sms + fees + delivered + runs + tasks + converted)
+    let forgotten = state
+        .store
+        .write(move |c| dialtone_store::idempotency::purge(c, now, BATCH))
+        .await?;
+    Ok(expired + sms + fees + delivered + runs + tasks + converted + forgotten as usize)
 }
 
 /// Loops over [`tick`] until `shutdown` is cancelled, pausing when there is nothing to do.

@@ -13,6 +13,7 @@ pub mod calls;
 pub mod deliveries;
 pub mod end_users;
 pub mod events;
+pub mod idempotency;
 pub mod migrate;
 pub mod numbers;
 mod pool;

@@ -5,6 +5,7 @@
 pub mod auth;
 pub mod error;
 pub mod extract;
+pub mod idempotency;
 pub mod search;
 
 use std::time::Instant;

@@ -9,6 +9,7 @@ mod audio_files;
 mod auth;
 mod billing;
 mod conventions;
+mod idempotency;
 mod jsonrpc;
 mod numbers;
 mod receiver;
