@@ -7,7 +7,7 @@
 use dialtone_domain::{Sid, Timestamp};
 
 use crate::params;
-use crate::sql::{Conn, DbError, Row};
+use crate::sql::{Conn, DbError, Dialect, Row};
 
 /// A stored run.
 #[derive(Debug, Clone, PartialEq)]
@@ -205,10 +205,14 @@ pub fn claim_due(
     lease_ms: i64,
     limit: i64,
 ) -> Result<Vec<Run>, DbError> {
+    let lock = match conn.dialect() {
+        Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
+        Dialect::Sqlite => "",
+    };
     let due: Vec<Run> = conn
         .query(
             &format!(
-                "SELECT {COLUMNS} FROM runs WHERE next_at IS NOT NULL AND next_at <= $1 AND status = 'running' ORDER BY next_at LIMIT $2"
+                "SELECT {COLUMNS} FROM runs WHERE next_at IS NOT NULL AND next_at <= $1 AND status = 'running' ORDER BY next_at LIMIT $2{lock}"
             ),
             params![now, limit],
         )?

@@ -6,7 +6,7 @@
 use dialtone_domain::{Sid, Timestamp};
 
 use crate::params;
-use crate::sql::{Conn, DbError, Row};
+use crate::sql::{Conn, DbError, Dialect, Row};
 
 /// A task.
 #[derive(Debug, Clone, PartialEq)]
@@ -127,11 +127,15 @@ pub fn claim(
     lease_ms: i64,
     limit: i64,
 ) -> Result<Vec<Task>, DbError> {
+    let lock = match conn.dialect() {
+        Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
+        Dialect::Sqlite => "",
+    };
     let due: Vec<Task> = conn
         .query(
             &format!(
                 "SELECT {COLUMNS} FROM tasks WHERE status IN ('PENDING', 'RUNNING') \
-                 AND (lease_until IS NULL OR lease_until <= $1) ORDER BY id LIMIT $2"
+                 AND (lease_until IS NULL OR lease_until <= $1) ORDER BY id LIMIT $2{lock}"
             ),
             params![now, limit],
         )?
@@ -165,7 +169,7 @@ pub fn set_status(
     )? == 1)
 }
 
-/// Records a slice's progress.
+/// Records a slice's progress and frees the task for its next slice (any node may take it).
 pub fn advance(
     conn: &mut dyn Conn,
     id: i64,
@@ -175,7 +179,7 @@ pub fn advance(
     now: Timestamp,
 ) -> Result<(), DbError> {
     conn.execute(
-        "UPDATE tasks SET cursor = $1, done = $2, total = $3, updated = $4 WHERE id = $5",
+        "UPDATE tasks SET cursor = $1, done = $2, total = $3, updated = $4, lease_until = NULL WHERE id = $5",
         params![cursor, done, total, now, id],
     )?;
     Ok(())

@@ -35,8 +35,13 @@ pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> R
 }
 
 async fn keyed(state: &AppState, req: Request, next: Next) -> Result<Response, Response> {
-    let key = req
-        .headers()
+    let (mut parts, body) = req.into_parts();
+    // Credentials first: a request that is not authenticated is 401 whatever its key.
+    let caller = Caller::from_request_parts(&mut parts, state)
+        .await
+        .map_err(IntoResponse::into_response)?;
+    let key = parts
+        .headers
         .get(HEADER)
         .and_then(|v| v.to_str().ok())
         .filter(|k| (1..=MAX_KEY).contains(&k.chars().count()))
@@ -48,10 +53,6 @@ async fn keyed(state: &AppState, req: Request, next: Next) -> Result<Response, R
             )])
             .into_response()
         })?;
-    let (mut parts, body) = req.into_parts();
-    let caller = Caller::from_request_parts(&mut parts, state)
-        .await
-        .map_err(IntoResponse::into_response)?;
     let limit = state
         .config
         .max_body_bytes

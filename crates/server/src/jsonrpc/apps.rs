@@ -205,6 +205,13 @@ pub async fn remove_did(call: &Call<'_>) -> Result<Value, RpcError> {
 /// v2.0 start output).
 pub async fn start(call: &Call<'_>) -> Result<Value, RpcError> {
     let s = find(call, sid_of(call, 0)?).await?;
+    if call.caller.account.status == dialtone_domain::account::AccountStatus::Suspended {
+        return Err(crate::http::error::ApiError::forbidden(
+            "account_suspended",
+            "the account is suspended: reads work, spending is refused",
+        )
+        .into());
+    }
     let variables = match call.param(1) {
         Value::Null => serde_json::Map::new(),
         Value::Object(o) => match o.get("variables") {

@@ -83,6 +83,7 @@ pub async fn place(
     caller: Caller,
     body: Bytes,
 ) -> ApiResult<(StatusCode, Json<SandboxCall>)> {
+    caller.ensure_may_spend()?;
     let b: PlaceBody = json_body(&body)?;
     let mut checks = Checks::default();
     if E164::parse_format(&b.from).is_err() {

@@ -459,6 +459,7 @@ pub async fn run(
     body: Bytes,
 ) -> ApiResult<(StatusCode, Json<RunStarted>)> {
     let s = find(&state, caller.account.id, &sid).await?;
+    caller.ensure_may_spend()?;
     let input: RunStart = if body.iter().all(u8::is_ascii_whitespace) {
         RunStart { variables: None }
     } else {

@@ -344,6 +344,13 @@ async fn monthly_fees_on_the_contract_day(app: TestApp) {
 
 async fn operators_suspend_and_reactivate(app: TestApp) {
     let acct = app.account().await;
+    let number = crate::sms::buy(&app, &acct, "country=GB&type=mobile").await;
+    let scenario = crate::actions::scenario(
+        &app,
+        &acct,
+        "branches:\n  api-initiated:\n    actions:\n      - action: log@v1\n        params: {message: hi}\n",
+    )
+    .await;
     let path = format!("/admin/accounts/{}", acct.sid);
     let (status, r) = send(
         app.admin(Method::PATCH, &path)
@@ -356,6 +363,28 @@ async fn operators_suspend_and_reactivate(app: TestApp) {
     assert_error(status, &r, 403, "account_suspended");
     let (status, _) = send(app.req(&acct, Method::GET, "/v2.0/numbers")).await;
     assert_eq!(status, 200, "reads work");
+    // Runs and calls spend too.
+    let (status, r) = send(app.req(
+        &acct,
+        Method::POST,
+        &format!("/v2.0/actions/{scenario}/runs"),
+    ))
+    .await;
+    assert_error(status, &r, 403, "account_suspended");
+    let rpc = crate::jsonrpc::rpc(
+        &app,
+        &acct,
+        "actions.start",
+        json!([scenario.to_uppercase(), null]),
+    )
+    .await;
+    assert_eq!(rpc["error"]["code"], 100, "{rpc}");
+    let (status, r) = send(
+        app.req(&acct, Method::POST, "/sandbox/calls")
+            .json(&json!({"from": "+447700900999", "to": number})),
+    )
+    .await;
+    assert_error(status, &r, 403, "account_suspended");
     // A top-up does not lift an operator's suspension.
     send(
         app.admin(Method::POST, &format!("{path}/credit"))

@@ -111,7 +111,14 @@ async fn keys_are_checked_scoped_and_forgotten_after_a_day(app: TestApp) {
     let (status, _) = send(post(&acct, &"k".repeat(255), "x")).await;
     assert_eq!(status, 202, "255 characters are allowed");
     assert_eq!(sms_count(&app, &acct).await, 1, "refused keys sent nothing");
-    // A wrong credential is still 401, key or not.
+    // A wrong credential is still 401, whatever the key.
+    let (status, body) = send(
+        app.anon(Method::POST, "/v2.0/sms?to=%2B33612345678")
+            .header("Idempotency-Key", "")
+            .json(&json!({"body": "x"})),
+    )
+    .await;
+    assert_error(status, &body, 401, "auth_error");
     let (status, body) = send(
         app.anon(Method::POST, "/v2.0/sms?to=%2B33612345678")
             .header("x-api-key", "dt_wrong")
