@@ -32,7 +32,13 @@ struct Args {
     /// Webhook deliveries to time.
     #[arg(long, default_value_t = 20_000)]
     deliveries: u64,
-    /// Only these benchmarks (comma separated: start,ping,sms,runs,search,webhooks).
+    /// Simulated calls held at once in the calls benchmark.
+    #[arg(long, default_value_t = 2_000)]
+    held_calls: usize,
+    /// Calls stored before the export benchmark.
+    #[arg(long, default_value_t = 1_000_000)]
+    exported_calls: u64,
+    /// Only these benchmarks (comma separated: start,ping,sms,runs,calls,search,webhooks,export).
     #[arg(long)]
     only: Option<String>,
 }
@@ -160,7 +166,7 @@ async fn main() -> anyhow::Result<()> {
             &json!({"endpoint": recv.url, "options": {"hmac_secret": "bench-secret"}}),
         )
         .await?;
-        let account = srv.account_sid(&key).await?;
+        let account = srv.account_sid()?;
         let started = Instant::now();
         seed::events(&srv.database_url, &account, args.deliveries).await?;
         let seeded = started.elapsed();
@@ -185,12 +191,8 @@ async fn main() -> anyhow::Result<()> {
 
     if wanted(&args, "search") {
         srv.stop().await?;
-        let account = srv.account_sid(&key).await.ok();
+        let account = srv.account_sid()?;
         let started = Instant::now();
-        let account = match account {
-            Some(a) => a,
-            None => anyhow::bail!("no account"),
-        };
         seed::sms(&srv.database_url, &account, args.stored_sms).await?;
         println!(
             "seeded {} SMS in {:.1} s",
@@ -229,7 +231,152 @@ async fn main() -> anyhow::Result<()> {
             check["hits"].as_array().map_or(0, Vec::len)
         );
     }
+    if wanted(&args, "calls") {
+        held_calls(&srv, &key, args.held_calls).await?;
+    }
+    if wanted(&args, "export") {
+        export(&mut srv, &binary, &key, args.exported_calls).await?;
+    }
     srv.stop().await?;
+    Ok(())
+}
+
+/// Waits in a gather for a minute: a call held by its scenario.
+const HOLD_SCRIPT: &str = "branches:\n  inbound-call:\n    actions:\n      - action: say@v2\n        params: {what: Please hold}\n      - action: gather@v2\n        params: {maxDigits: 1, timeout: 60}\n";
+
+/// `n` simulated inbound calls placed 64 at a time and held by their scenario: how fast they
+/// are set up, and the server's resident memory per held call.
+async fn held_calls(srv: &server::Server, key: &str, n: usize) -> anyhow::Result<()> {
+    let reservation = srv
+        .post(
+            key,
+            "/v2.0/numbers/store?country=GB&type=mobile&quantity=1",
+            &json!({}),
+        )
+        .await?;
+    let token = reservation["token"].as_str().unwrap_or_default();
+    let bought = srv
+        .post(key, &format!("/v2.0/numbers/store/{token}"), &json!({}))
+        .await?;
+    let number = bought["numbers"][0]["e164"]
+        .as_str()
+        .ok_or_else(|| anyhow::anyhow!("no number: {bought}"))?
+        .to_owned();
+    let scenario = srv
+        .post(
+            key,
+            "/v2.0/actions",
+            &json!({"name": "hold", "script": HOLD_SCRIPT}),
+        )
+        .await?;
+    let sid = scenario["sid"].as_str().unwrap_or_default();
+    let (status, _) = load::once_key(
+        &srv.base,
+        "PUT",
+        &format!("/v2.0/actions/{sid}/numbers/{number}"),
+        key,
+        None,
+    )
+    .await?;
+    anyhow::ensure!(status == 204, "attach: {status}");
+    let rss_before = srv.rss_kb()?;
+    let t0 = Instant::now();
+    let limit = std::sync::Arc::new(tokio::sync::Semaphore::new(64));
+    let mut placed = tokio::task::JoinSet::new();
+    for i in 0..n {
+        let (base, key, limit) = (srv.base.clone(), key.to_owned(), limit.clone());
+        let body = json!({"from": format!("+4477009{:05}", i % 100_000), "to": number}).to_string();
+        placed.spawn(async move {
+            let _permit = limit.acquire_owned().await?;
+            let (status, call) =
+                load::once_key(&base, "POST", "/sandbox/calls", &key, Some(&body)).await?;
+            anyhow::ensure!(status == 201 || status == 200, "call: {status} {call}");
+            Ok(call["status"] == "answered")
+        });
+    }
+    let mut held = 0;
+    while let Some(r) = placed.join_next().await {
+        if r?? {
+            held += 1;
+        }
+    }
+    let took = t0.elapsed().as_secs_f64();
+    let rss_after = srv.rss_kb()?;
+    println!(
+        "simulated inbound calls: {n} placed in {took:.2} s = {:.0} calls/s; {held} held in a gather at once",
+        n as f64 / took
+    );
+    println!(
+        "  server RSS {:.1} MB before, {:.1} MB with them held = {:.1} KB per held call",
+        rss_before as f64 / 1024.0,
+        rss_after as f64 / 1024.0,
+        (rss_after.saturating_sub(rss_before)) as f64 / n.max(1) as f64
+    );
+    Ok(())
+}
+
+/// A calls export of `n` calls: how long the task takes, the download's rate, and the
+/// server's peak resident memory (which must not grow with `n`).
+async fn export(
+    srv: &mut server::Server,
+    binary: &std::path::Path,
+    key: &str,
+    n: u64,
+) -> anyhow::Result<()> {
+    srv.stop().await?;
+    let account = srv.account_sid()?;
+    let started = Instant::now();
+    seed::calls(&srv.database_url, &account, n).await?;
+    println!(
+        "seeded {n} calls in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    srv.restart(binary).await?;
+    let rss_before = srv.rss_kb()?;
+    let t0 = Instant::now();
+    let task = srv
+        .post(
+            key,
+            "/v2.0/calls/export?direction=inbound&from=2025-05-14T00:00:00Z&to=2025-06-14T00:00:00Z",
+            &json!(null),
+        )
+        .await?;
+    let taskid = task["taskid"]
+        .as_str()
+        .ok_or_else(|| anyhow::anyhow!("no task: {task}"))?
+        .to_owned();
+    let done = loop {
+        let t = srv.get(key, &format!("/v2.0/tasks/{taskid}")).await?;
+        match t["status"].as_str() {
+            Some("DONE") => break t,
+            Some("ERROR" | "CANCELED") => anyhow::bail!("export ended: {t}"),
+            _ => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+        anyhow::ensure!(t0.elapsed() < Duration::from_secs(600), "export too slow");
+    };
+    let task_took = t0.elapsed();
+    let url = done["result"]["downloadUrl"]
+        .as_str()
+        .ok_or_else(|| anyhow::anyhow!("no URL: {done}"))?;
+    let t1 = Instant::now();
+    let mut response = reqwest::get(url).await?;
+    anyhow::ensure!(response.status() == 200, "download: {}", response.status());
+    let (mut bytes, mut lines) = (0u64, 0u64);
+    while let Some(chunk) = response.chunk().await? {
+        bytes += chunk.len() as u64;
+        lines += chunk.iter().filter(|b| **b == b'\n').count() as u64;
+    }
+    let download_took = t1.elapsed();
+    anyhow::ensure!(lines == n + 1, "{lines} lines for {n} calls");
+    println!(
+        "calls export of {n} rows: task {:.1} s ({:.0} rows/s); download {:.1} MB in {:.2} s; server RSS {:.1} MB before, peak {:.1} MB",
+        task_took.as_secs_f64(),
+        n as f64 / task_took.as_secs_f64(),
+        bytes as f64 / 1e6,
+        download_took.as_secs_f64(),
+        rss_before as f64 / 1024.0,
+        srv.peak_rss_kb()? as f64 / 1024.0
+    );
     Ok(())
 }
 

@@ -64,6 +64,36 @@ pub async fn sms(url: &str, account_sid: &str, n: u64) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Stores `n` ended inbound calls to one number over 30 days from 2025-05-15.
+pub async fn calls(url: &str, account_sid: &str, n: u64) -> anyhow::Result<()> {
+    let store = open(url).await?;
+    let id = account_id(&store, account_sid).await?;
+    let start = Timestamp::parse_rfc3339("2025-05-15T00:00:00Z")
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .millis();
+    let span = 30 * 86_400_000 / n.max(1) as i64;
+    let mut done = 0u64;
+    while done < n {
+        let (from, to) = (done, (done + 10_000).min(n));
+        store
+            .write(move |c| {
+                for i in from..to {
+                    let started = start + i as i64 * span;
+                    c.execute(
+                        "INSERT INTO calls (callid, account_id, direction, caller, callee, number, status, started, \
+                         answered, ended, hangup_cause, hangup_source, billing_debit, updated) \
+                         VALUES ($1, $2, 'inbound', $3, '+447700900001', '+447700900001', 'ended', $4, $5, $6, 16, 'caller', 1200, $6)",
+                        params![format!("bench-call-{i:09}"), id, format!("+33612{:06}", i % 1_000_000), started, started + 3_000, started + 65_000],
+                    )?;
+                }
+                Ok::<_, dialtone_store::DbError>(())
+            })
+            .await?;
+        done = to;
+    }
+    Ok(())
+}
+
 /// Commits `n` `billing.credit` events (fanned out to the subscriptions) in batches.
 pub async fn events(url: &str, account_sid: &str, n: u64) -> anyhow::Result<()> {
     let store = open(url).await?;

@@ -34,6 +34,7 @@ pub struct Server {
     pub database_url: String,
     /// From spawn to the first ready answer.
     pub ready_after: Duration,
+    account_sid: Option<String>,
 }
 
 fn spawn(binary: &Path, dir: &Path, url: &str) -> anyhow::Result<(Child, String)> {
@@ -101,6 +102,7 @@ impl Server {
             base,
             database_url,
             ready_after,
+            account_sid: None,
         })
     }
 
@@ -125,17 +127,26 @@ impl Server {
 
     /// Resident memory of the server process, in KiB.
     pub fn rss_kb(&self) -> anyhow::Result<u64> {
+        self.proc_status("VmRSS:")
+    }
+
+    /// Peak resident memory of the server process since it started, in KiB.
+    pub fn peak_rss_kb(&self) -> anyhow::Result<u64> {
+        self.proc_status("VmHWM:")
+    }
+
+    fn proc_status(&self, field: &str) -> anyhow::Result<u64> {
         let pid = self.child.as_ref().map_or(0, Child::id);
         let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
         let line = status
             .lines()
-            .find(|l| l.starts_with("VmRSS:"))
-            .ok_or_else(|| anyhow::anyhow!("no VmRSS"))?;
+            .find(|l| l.starts_with(field))
+            .ok_or_else(|| anyhow::anyhow!("no {field}"))?;
         Ok(line.split_whitespace().nth(1).unwrap_or("0").parse()?)
     }
 
     /// Creates an account with `credit` cents and returns its API key.
-    pub async fn account(&self, name: &str, credit: &str) -> anyhow::Result<String> {
+    pub async fn account(&mut self, name: &str, credit: &str) -> anyhow::Result<String> {
         let body = serde_json::json!({"name": name, "credit": credit}).to_string();
         let (status, v) = load::once(
             &self.base,
@@ -146,20 +157,15 @@ impl Server {
         )
         .await?;
         anyhow::ensure!(status == 201, "account creation failed: {v}");
+        self.account_sid = v["sid"].as_str().map(str::to_owned);
         Ok(v["apiKey"].as_str().unwrap_or_default().to_owned())
     }
 
-    /// The sid of the key's account.
-    pub async fn account_sid(&self, _key: &str) -> anyhow::Result<String> {
-        let (_, list) = load::once(
-            &self.base,
-            "GET",
-            "/admin/accounts",
-            Some(&format!("Bearer {ADMIN}")),
-            None,
-        )
-        .await?;
-        Ok(list[0]["sid"].as_str().unwrap_or_default().to_owned())
+    /// The sid of the account [`Server::account`] made.
+    pub fn account_sid(&self) -> anyhow::Result<String> {
+        self.account_sid
+            .clone()
+            .ok_or_else(|| anyhow::anyhow!("no account was made"))
     }
 
     /// A POST with the key.
