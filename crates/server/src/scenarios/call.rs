@@ -48,7 +48,7 @@ pub fn billed_seconds(k: &Call) -> i64 {
     (answered + 59) / 60 * 60
 }
 
-/// The call detail record: the fields of the export and of `call.*` events.
+/// The call detail record of v2.0: the fields of the export and of sandbox call views.
 pub fn cdr(k: &Call) -> Value {
     json!({
         "callid": k.callid,
@@ -70,6 +70,57 @@ pub fn cdr(k: &Call) -> Value {
         "hangupSource": k.hangup_source,
         "billingDebit": k.billing_debit.to_string(),
     })
+}
+
+/// The earlier CDR.In / CDR.Out object: the data of `call.*` events (CONTRACT section 5),
+/// with legacy dates (`0000-00-00 00:00:00` when not applicable) and uppercase words.
+pub fn legacy_cdr(c: &mut dyn Conn, k: &Call) -> Result<Value, ApiError> {
+    let legacy = |t: Option<Timestamp>| {
+        t.map_or_else(|| "0000-00-00 00:00:00".to_owned(), Timestamp::to_legacy)
+    };
+    let scenario = match k
+        .scenario_sid
+        .as_deref()
+        .and_then(dialtone_domain::Sid::parse)
+    {
+        Some(sid) => scenarios::get(c, k.account_id, &sid)?,
+        None => None,
+    };
+    let mut cdr = json!({
+        "callid": k.callid,
+        "cli_number": k.caller,
+        "cli_name": "",
+        "start": k.started.to_legacy(),
+        "answer": legacy(k.answered),
+        "hangup": legacy(k.ended),
+        "hangupsource": k.hangup_source.as_deref().map(str::to_ascii_uppercase),
+        "hangupcause": k.hangup_cause,
+        "duration": seconds(Some(k.started), k.ended),
+        "duration_answered": seconds(k.answered, k.ended),
+        "duration_billed": if k.ended.is_some() { billed_seconds(k) } else { 0 },
+        "scenario_hash": scenario.as_ref().map_or(String::new(), |s| s.sid.to_hash()),
+        "scenario_name": scenario.as_ref().map_or("", |s| s.name.as_str()),
+        "b_customer_debit": k.billing_debit.to_cents_string(),
+    });
+    if k.direction == "inbound" {
+        cdr["did_intl_number"] = json!(k.callee);
+    } else {
+        let parent = match k.parent_id {
+            Some(id) => calls::by_id(c, id)?.map(|p| p.callid),
+            None => None,
+        };
+        let dialstatus = match (k.answered, k.ended, k.hangup_cause) {
+            (Some(_), _, _) => "ANSWER",
+            (None, None, _) => "RINGING",
+            (None, Some(_), Some(17)) => "BUSY",
+            (None, Some(_), Some(19)) => "NOANSWER",
+            (None, Some(_), _) => "FAILED",
+        };
+        cdr["number"] = json!(k.callee);
+        cdr["dialstatus"] = json!(dialstatus);
+        cdr["callid_in"] = json!(parent);
+    }
+    Ok(cdr)
 }
 
 /// What a sandbox call to a platform number did.
@@ -139,7 +190,8 @@ pub async fn place_inbound(
                 now,
             )?;
             calls::log(c, call.id, "ringing", "{}", now)?;
-            emit(c, account_id, "call.inbound_start", &cdr(&call), now)?;
+            let data = legacy_cdr(c, &call)?;
+            emit(c, account_id, "call.inbound_start", &data, now)?;
             let Some(scenario) = scenario else {
                 calls::log(
                     c,
@@ -248,7 +300,8 @@ pub fn open_leg(
         },
         now,
     )?;
-    emit(c, run.account_id, "call.outbound_start", &cdr(&leg), now)?;
+    let data = legacy_cdr(c, &leg)?;
+    emit(c, run.account_id, "call.outbound_start", &data, now)?;
     calls::answer(c, leg.id, now)?;
     calls::log(
         c,
@@ -370,7 +423,8 @@ fn end_leg(
     } else {
         "call.outbound_hangup"
     };
-    emit(c, ended.account_id, kind, &cdr(&ended), now)?;
+    let data = legacy_cdr(c, &ended)?;
+    emit(c, ended.account_id, kind, &data, now)?;
     Ok(Some(ended))
 }
 

@@ -462,9 +462,31 @@ branches:
     );
     let leg_debit = |v: &Value| v["billingDebit"].as_str().unwrap().parse::<f64>().unwrap();
     let outbound = app.events(&acct.sid, "call.outbound_hangup").await;
+    let out_debit = outbound[0]["b_customer_debit"]
+        .as_str()
+        .unwrap()
+        .parse::<f64>()
+        .unwrap();
+    // The events carry the earlier CDR.In / CDR.Out shapes.
+    assert_eq!(hangups[0]["cli_number"], "+447700900999");
+    assert_eq!(hangups[0]["did_intl_number"], number.as_str());
+    assert_eq!(hangups[0]["hangupsource"], "CALLER");
+    assert_eq!(hangups[0]["duration_answered"], 61);
+    assert_eq!(hangups[0]["duration_billed"], 120);
+    assert_eq!(hangups[0]["scenario_hash"], sid.to_uppercase());
+    assert!(
+        hangups[0]["start"].as_str().unwrap().len() == 19,
+        "{}",
+        hangups[0]
+    );
+    assert_eq!(outbound[0]["number"], "+447700900123");
+    assert_eq!(outbound[0]["dialstatus"], "ANSWER");
+    assert_eq!(outbound[0]["callid_in"], callid.as_str());
+    let starts = app.events(&acct.sid, "call.outbound_start").await;
+    assert_eq!(starts[0]["hangup"], "0000-00-00 00:00:00");
     assert!(leg_debit(&ended) > 0.0, "{ended}");
     assert!(
-        (spent - leg_debit(&ended) - leg_debit(&outbound[0])).abs() < 0.001,
+        (spent - leg_debit(&ended) - out_debit).abs() < 0.001,
         "the ledger took exactly what the CDRs say: {spent} vs {ended} + {}",
         outbound[0]
     );
