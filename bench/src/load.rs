@@ -212,3 +212,24 @@ async fn send_one(
         serde_json::from_slice(&bytes).unwrap_or(Value::Null),
     ))
 }
+
+/// Streams a GET of `path` without credentials (a signed URL), counting bytes and newlines
+/// as they arrive; returns (status, bytes, lines).
+pub async fn stream_get(base: &str, path: &str) -> anyhow::Result<(u16, u64, u64)> {
+    let stream = TcpStream::connect(host(base)).await?;
+    let (mut sender, conn) = http1::handshake(TokioIo::new(stream)).await?;
+    tokio::spawn(conn);
+    let resp = sender
+        .send_request(request(base, "GET", path, ("x-none", ""), None)?)
+        .await?;
+    let status = resp.status().as_u16();
+    let mut body = resp.into_body();
+    let (mut bytes, mut lines) = (0u64, 0u64);
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame?.into_data() {
+            bytes += data.len() as u64;
+            lines += data.iter().filter(|b| **b == b'\n').count() as u64;
+        }
+    }
+    Ok((status, bytes, lines))
+}

@@ -359,13 +359,11 @@ async fn export(
         .as_str()
         .ok_or_else(|| anyhow::anyhow!("no URL: {done}"))?;
     let t1 = Instant::now();
-    let mut response = reqwest::get(url).await?;
-    anyhow::ensure!(response.status() == 200, "download: {}", response.status());
-    let (mut bytes, mut lines) = (0u64, 0u64);
-    while let Some(chunk) = response.chunk().await? {
-        bytes += chunk.len() as u64;
-        lines += chunk.iter().filter(|b| **b == b'\n').count() as u64;
-    }
+    let path = url
+        .strip_prefix(&srv.base)
+        .ok_or_else(|| anyhow::anyhow!("the URL {url} is not on {}", srv.base))?;
+    let (status, bytes, lines) = load::stream_get(&srv.base, path).await?;
+    anyhow::ensure!(status == 200, "download: {status}");
     let download_took = t1.elapsed();
     anyhow::ensure!(lines == n + 1, "{lines} lines for {n} calls");
     println!(
