@@ -84,6 +84,8 @@ pub struct AccountView {
     credit: String,
     warning_level: String,
     shutdown_level: String,
+    rate_limit: Option<i64>,
+    rate_burst: Option<i64>,
     created: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     password: Option<String>,
@@ -105,6 +107,8 @@ impl AccountView {
             credit: a.credit.to_cents_string(),
             warning_level: a.warning_level.to_cents_string(),
             shutdown_level: a.shutdown_level.to_cents_string(),
+            rate_limit: a.rate_limit,
+            rate_burst: a.rate_burst,
             created: a.created.to_rfc3339(),
             password: None,
             api_key: None,
@@ -375,9 +379,14 @@ struct ChangeBody {
     status: Option<String>,
     warning_level: Option<String>,
     shutdown_level: Option<String>,
+    #[serde(default, deserialize_with = "crate::http::extract::nullable")]
+    rate_limit: Option<Option<i64>>,
+    #[serde(default, deserialize_with = "crate::http::extract::nullable")]
+    rate_burst: Option<Option<i64>>,
 }
 
-/// `PATCH /admin/accounts/{sid} {status?, warningLevel?, shutdownLevel?}`.
+/// `PATCH /admin/accounts/{sid} {status?, warningLevel?, shutdownLevel?, rateLimit?,
+/// rateBurst?}` (`rateLimit`/`rateBurst` null: back to the node's defaults; 0: no limit).
 async fn change_account(
     State(state): State<AppState>,
     Path(sid): Path<String>,
@@ -402,11 +411,20 @@ async fn change_account(
     };
     let warning_level = level("warningLevel", b.warning_level.as_ref());
     let shutdown_level = level("shutdownLevel", b.shutdown_level.as_ref());
+    for (name, v) in [("rateLimit", b.rate_limit), ("rateBurst", b.rate_burst)] {
+        if let Some(Some(n)) = v
+            && !(0..=1_000_000).contains(&n)
+        {
+            checks.fail(name, "must be an integer from 0 to 1000000, or null");
+        }
+    }
     checks.finish()?;
     let change = accounts::AccountChange {
         suspended,
         warning_level,
         shutdown_level,
+        rate_limit: b.rate_limit,
+        rate_burst: b.rate_burst,
     };
     let now = state.clock.now();
     let account = state

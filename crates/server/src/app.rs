@@ -56,6 +56,7 @@ impl Application {
             fetch_http: scenarios::fetch::client()?,
             engine: scenarios::Engine::start(config_threads())?,
             parsed: Arc::new(scenarios::ParsedCache::default()),
+            limiter: Arc::default(),
         };
         if state.config.default_inventory {
             numbers::inventory::load_default_if_empty(&state.store).await?;

@@ -81,6 +81,13 @@ pub struct Settings {
     /// [default: http://LISTEN].
     #[arg(long, env = "DIALTONE_PUBLIC_URL", global = true)]
     pub public_url: Option<String>,
+    /// Requests per second each account may make to this node; 0 for no limit. The operator
+    /// sets other rates per account (PATCH /admin/accounts/{sid}) [default: 0].
+    #[arg(long, env = "DIALTONE_RATE_LIMIT", global = true)]
+    pub rate_limit: Option<i64>,
+    /// Requests an account may make at once above its rate [default: the rate].
+    #[arg(long, env = "DIALTONE_RATE_BURST", global = true)]
+    pub rate_burst: Option<i64>,
 }
 
 /// The commands.
@@ -271,6 +278,12 @@ impl Settings {
         }
         if let Some(url) = self.public_url.clone().or(file.public_url) {
             config.public_url = Some(url);
+        }
+        if let Some(n) = self.rate_limit.or(file.rate_limit) {
+            config.rate_limit = n.clamp(0, 1_000_000);
+        }
+        if let Some(n) = self.rate_burst.or(file.rate_burst) {
+            config.rate_burst = n.clamp(0, 1_000_000);
         }
         config.validate()?;
         Ok(config)

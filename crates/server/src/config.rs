@@ -63,6 +63,11 @@ pub struct Config {
     pub audio_max_bytes: usize,
     /// Longest audio accepted, in milliseconds (longer ends in `error`, "too long").
     pub audio_max_duration_ms: u64,
+    /// Requests per second each account may make to this node (0: no limit); the operator
+    /// overrides it per account.
+    pub rate_limit: i64,
+    /// Requests an account may burst above its rate (0: the rate, at least 1).
+    pub rate_burst: i64,
 }
 
 /// Settings a TOML file may hold (the same names as the flags, with underscores).
@@ -101,6 +106,10 @@ pub struct FileConfig {
     pub workers: Option<bool>,
     /// See [`Config::public_url`].
     pub public_url: Option<String>,
+    /// See [`Config::rate_limit`].
+    pub rate_limit: Option<i64>,
+    /// See [`Config::rate_burst`].
+    pub rate_burst: Option<i64>,
 }
 
 impl FileConfig {
@@ -143,6 +152,8 @@ impl Config {
             credit_shutdown: dialtone_domain::Money::ZERO,
             audio_max_bytes: 20 * 1024 * 1024,
             audio_max_duration_ms: 10 * 60 * 1000,
+            rate_limit: 0,
+            rate_burst: 0,
         }
     }
 

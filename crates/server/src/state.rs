@@ -35,4 +35,6 @@ pub struct AppState {
     pub engine: crate::scenarios::Engine,
     /// Scenario scripts kept parsed.
     pub parsed: Arc<crate::scenarios::ParsedCache>,
+    /// Per-account request rate limits of this node.
+    pub limiter: Arc<crate::http::rate_limit::RateLimiter>,
 }

@@ -37,9 +37,15 @@ pub struct Account {
     pub warning_level: Money,
     /// Reaching this balance suspends a prepaid account.
     pub shutdown_level: Money,
+    /// Requests per second the operator allows it (None: the node's default).
+    pub rate_limit: Option<i64>,
+    /// Requests it may burst above the rate (None: the node's default).
+    pub rate_burst: Option<i64>,
 }
 
-const COLUMNS: &str = "a.id, a.sid, a.name, a.parent_id, p.sid, a.status, a.currency, a.billing_mode, a.credit, a.login, a.created, a.updated, a.warning_level, a.shutdown_level";
+const COLUMNS: &str = "a.id, a.sid, a.name, a.parent_id, p.sid, a.status, a.currency, a.billing_mode, a.credit, a.login, a.created, a.updated, a.warning_level, a.shutdown_level, a.rate_limit, a.rate_burst";
+/// How many columns [`COLUMNS`] names (the next column is the first a query adds).
+const COLUMN_COUNT: usize = 16;
 const FROM: &str = "FROM accounts a LEFT JOIN accounts p ON p.id = a.parent_id";
 
 fn account_from_row(row: &Row) -> Result<Account, DbError> {
@@ -62,6 +68,8 @@ fn account_from_row(row: &Row) -> Result<Account, DbError> {
         updated: row.timestamp(11)?,
         warning_level: row.money(12)?,
         shutdown_level: row.money(13)?,
+        rate_limit: row.opt_int(14)?,
+        rate_burst: row.opt_int(15)?,
     })
 }
 
@@ -190,7 +198,7 @@ pub fn by_id(conn: &mut dyn Conn, id: i64) -> Result<Option<Account>, DbError> {
 pub fn by_login(conn: &mut dyn Conn, login: &str) -> Result<Option<(Account, String)>, DbError> {
     let sql = format!("SELECT {COLUMNS}, a.password_hash {FROM} WHERE a.login = $1");
     conn.query_opt(&sql, params![login])?
-        .map(|r| Ok((account_from_row(&r)?, r.text(14)?)))
+        .map(|r| Ok((account_from_row(&r)?, r.text(COLUMN_COUNT)?)))
         .transpose()
 }
 
@@ -259,6 +267,10 @@ pub struct AccountChange {
     pub warning_level: Option<Money>,
     /// New shutdown level.
     pub shutdown_level: Option<Money>,
+    /// New rate limit (`Some(None)`: back to the node's default).
+    pub rate_limit: Option<Option<i64>>,
+    /// New burst (`Some(None)`: back to the node's default).
+    pub rate_burst: Option<Option<i64>>,
 }
 
 /// Applies operator changes.
@@ -286,6 +298,18 @@ pub fn change(
         conn.execute(
             "UPDATE accounts SET shutdown_level = $1, updated = $2 WHERE id = $3",
             params![l, now, id],
+        )?;
+    }
+    if let Some(r) = ch.rate_limit {
+        conn.execute(
+            "UPDATE accounts SET rate_limit = $1, updated = $2 WHERE id = $3",
+            params![r, now, id],
+        )?;
+    }
+    if let Some(b) = ch.rate_burst {
+        conn.execute(
+            "UPDATE accounts SET rate_burst = $1, updated = $2 WHERE id = $3",
+            params![b, now, id],
         )?;
     }
     Ok(())

@@ -36,6 +36,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(8, "0008_audio_files"),
     migration!(9, "0009_tasks"),
     migration!(10, "0010_idempotency"),
+    migration!(11, "0011_rate_limits"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

@@ -74,6 +74,22 @@ impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+        // Already authenticated (and counted) by a middleware of this request.
+        if let Some(caller) = parts.extensions.get::<Caller>() {
+            return Ok(caller.clone());
+        }
+        let caller = authenticate(parts, state).await?;
+        state
+            .limiter
+            .admit(&state.config, &caller.account, state.clock.now())?;
+        parts.extensions.insert(caller.clone());
+        Ok(caller)
+    }
+}
+
+/// Resolves the credentials of a v2.0 request to the account it acts on.
+async fn authenticate(parts: &Parts, state: &AppState) -> ApiResult<Caller> {
+    {
         let presented = if let Some(key) = header(&parts.headers, "x-api-key")? {
             Presented::ApiKey(key.to_owned())
         } else if let Some(auth) = header(&parts.headers, "authorization")? {
@@ -135,6 +151,9 @@ pub async fn legacy_caller(headers: &HeaderMap, state: &AppState) -> ApiResult<L
         let account = account_by_key(state, key.trim())
             .await?
             .ok_or_else(|| ApiError::auth("invalid API key"))?;
+        state
+            .limiter
+            .admit(&state.config, &account, state.clock.now())?;
         return Ok(LegacyCaller { account });
     }
     let (login, password) =
@@ -154,6 +173,9 @@ pub async fn legacy_caller(headers: &HeaderMap, state: &AppState) -> ApiResult<L
         .await
         .unwrap_or(false);
     if ok {
+        state
+            .limiter
+            .admit(&state.config, &account, state.clock.now())?;
         Ok(LegacyCaller { account })
     } else {
         Err(ApiError::auth("invalid login or password"))

@@ -6,6 +6,7 @@ pub mod auth;
 pub mod error;
 pub mod extract;
 pub mod idempotency;
+pub mod rate_limit;
 pub mod search;
 
 use std::time::Instant;

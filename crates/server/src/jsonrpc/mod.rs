@@ -195,7 +195,10 @@ async fn handle(State(state): State<AppState>, headers: HeaderMap, body: Bytes) 
     };
     let caller = match legacy_caller(&headers, &state).await {
         Ok(c) => c,
-        Err(e) => return answer(id, Err(RpcError::new(codes::AUTH, e.message))),
+        Err(e) if e.code == "auth_error" => {
+            return answer(id, Err(RpcError::new(codes::AUTH, e.message)));
+        }
+        Err(e) => return answer(id, Err(e.into())),
     };
     let call = Call {
         state: &state,

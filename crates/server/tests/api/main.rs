@@ -12,6 +12,7 @@ mod conventions;
 mod idempotency;
 mod jsonrpc;
 mod numbers;
+mod rate_limits;
 mod receiver;
 mod recordings;
 mod sdk;
