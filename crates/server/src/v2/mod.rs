@@ -35,6 +35,7 @@ pub fn router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(calls::hang_up))
         .routes(routes!(tasks::export_calls))
         .routes(routes!(tasks::get, tasks::cancel))
+        .routes(routes!(tasks::download))
         .routes(routes!(
             recordings::search,
             recordings::update_many,
@@ -77,7 +78,6 @@ pub fn router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .split_for_parts();
     openapi::finish(&mut doc);
     let router = router
-        .route("/openapi.json", openapi::serve(&doc))
-        .route("/downloads/{taskid}", axum::routing::get(tasks::download));
+        .route("/openapi.json", openapi::serve(&doc));
     (router, doc)
 }

@@ -107,6 +107,17 @@ struct Signed {
 
 /// `GET /v2.0/downloads/{taskid}?expires=&signature=`: the export's CSV, streamed slice by
 /// slice; 404 when the signature is wrong, the link has expired or the task is not done.
+#[utoipa::path(get, path = "/downloads/{taskid}", tag = "Tasks",
+    params(
+        ("taskid" = String, Path, description = "task id"),
+        ("expires" = i64, Query, description = "expiry of the link (ms since the epoch), as the task's result gives it"),
+        ("signature" = String, Query, description = "signature of the link, as the task's result gives it"),
+    ),
+    security(()),
+    responses(
+        (status = 200, description = "the CSV of a done calls export", content_type = "text/csv", body = String),
+        (status = 404, description = "wrong signature, expired link, or no such done export"),
+    ))]
 pub async fn download(
     State(state): State<AppState>,
     Path(taskid): Path<String>,

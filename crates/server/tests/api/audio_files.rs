@@ -35,10 +35,10 @@ fn fixture(name: &str) -> Vec<u8> {
 }
 
 /// A part of a multipart body: name, content type (a file part when given), bytes.
-type Part<'a> = (&'a str, Option<&'a str>, &'a [u8]);
+pub type Part<'a> = (&'a str, Option<&'a str>, &'a [u8]);
 
 /// A `multipart/form-data` body: (content type header, bytes).
-fn multipart(parts: &[Part<'_>]) -> (String, Vec<u8>) {
+pub fn multipart(parts: &[Part<'_>]) -> (String, Vec<u8>) {
     let boundary = "dialtone-test-boundary-7f3a";
     let mut body = Vec::new();
     for (name, content_type, bytes) in parts {

@@ -10,6 +10,7 @@ mod auth;
 mod billing;
 mod conventions;
 mod idempotency;
+mod isolation;
 mod jsonrpc;
 mod numbers;
 mod rate_limits;
