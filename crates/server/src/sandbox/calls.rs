@@ -5,7 +5,7 @@
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use dialtone_domain::E164;
 use dialtone_store::calls::{self, Call};
 use serde::{Deserialize, Serialize};
@@ -149,26 +149,44 @@ pub async fn dtmf(
     Ok(Json(render(&state, id).await?))
 }
 
-/// `POST /sandbox/calls/{callid}/audio`: the caller speaks; the body is audio in any format
-/// audio files accept (converted to 8 kHz mono WAV). A recording in progress takes it; on the
+/// The audio of a sandbox call: a multipart body's `file` part (as CONTRACT section 8 says),
+/// or the raw body, with its content type; over `--audio-max-bytes` is 400 `file_too_large`.
+async fn heard(
+    state: &AppState,
+    req: axum::extract::Request,
+) -> ApiResult<(Option<String>, Bytes)> {
+    if crate::media::multipart::is_multipart(&req) {
+        let upload = crate::media::multipart::read(state, req, &["file"]).await?;
+        let file = upload
+            .file
+            .ok_or_else(|| ApiError::invalid("file", "is required"))?;
+        return Ok((file.content_type, Bytes::from(file.bytes)));
+    }
+    let content_type = req
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let body = axum::body::to_bytes(req.into_body(), state.config.audio_max_bytes)
+        .await
+        .map_err(|_| ApiError::bad_request("file_too_large", "the audio is over the size limit"))?;
+    Ok((content_type, body))
+}
+
+/// `POST /sandbox/calls/{callid}/audio`: the caller speaks; the body (multipart `file`, or
+/// the raw audio) is audio in any format audio files accept (converted to 8 kHz mono WAV). A recording in progress takes it; on the
 /// recording line, the digits sent before are the code.
 pub async fn audio(
     State(state): State<AppState>,
     caller: Caller,
     Path(callid): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
+    req: axum::extract::Request,
 ) -> ApiResult<Json<SandboxCall>> {
     let call = find(&state, caller.account.id, callid).await?;
     if call.status == "ended" {
         return Err(ApiError::not_found("live call"));
     }
-    if body.len() > state.config.audio_max_bytes {
-        return Err(ApiError::bad_request(
-            "file_too_large",
-            "the audio is over the size limit",
-        ));
-    }
+    let (content_type, body) = heard(&state, req).await?;
     if call.number.is_none() && call.direction == "inbound" {
         // The recording line: the code first, then the audio.
         let code: String = call
@@ -197,9 +215,8 @@ pub async fn audio(
             .map_err(ApiError::internal)?;
         return Ok(Json(render(&state, call.id).await?));
     }
-    let declared = headers
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
+    let declared = content_type
+        .as_deref()
         .and_then(dialtone_media::DeclaredType::from_content_type)
         .or_else(|| dialtone_media::sniff(&body))
         .ok_or_else(|| {

@@ -19,6 +19,10 @@ pub fn router() -> Router<AppState> {
         .route("/sandbox/calls", post(calls::place))
         .route("/sandbox/calls/{callid}", get(calls::show))
         .route("/sandbox/calls/{callid}/dtmf", post(calls::dtmf))
-        .route("/sandbox/calls/{callid}/audio", post(calls::audio))
+        .route(
+            "/sandbox/calls/{callid}/audio",
+            // The handler counts the body against --audio-max-bytes itself.
+            post(calls::audio).layer(axum::extract::DefaultBodyLimit::disable()),
+        )
         .route("/sandbox/calls/{callid}/hangup", post(calls::hangup))
 }

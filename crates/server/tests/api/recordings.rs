@@ -13,7 +13,8 @@ use crate::sms::buy;
 both_backends!(
     recordings_are_searched_by_every_filter,
     recordings_are_read_fetched_and_deleted,
-    bulk_changes_are_tasks
+    bulk_changes_are_tasks,
+    sandbox_audio_is_multipart_or_raw_within_the_limit
 );
 
 const VOICEMAIL: &str = "branches:\n  inbound-call:\n    actions:\n      - action: record@v1\n        params: {maxDuration: 30}\n";
@@ -514,4 +515,83 @@ async fn found_read(app: &TestApp, acct: &TestAccount) -> Vec<String> {
     let mut sids = found(app, acct, "read=true&order=asc").await;
     sids.sort();
     sids
+}
+
+async fn sandbox_audio_is_multipart_or_raw_within_the_limit(app: TestApp) {
+    let app = TestApp::spawn_with(app.backend, |c| c.audio_max_bytes = 64 * 1024)
+        .await
+        .expect("app");
+    let acct = app.account().await;
+    let number = line(&app, &acct, VOICEMAIL).await;
+    let call = |from: &'static str| {
+        let number = number.clone();
+        let app = &app;
+        let acct = &acct;
+        async move {
+            let (_, call) = send(
+                app.req(acct, Method::POST, "/sandbox/calls")
+                    .json(&json!({"from": from, "to": number})),
+            )
+            .await;
+            call["callid"].as_str().unwrap().to_owned()
+        }
+    };
+    // Multipart, as CONTRACT section 8 says: the file part is heard.
+    let callid = call("+447700900901").await;
+    let (ct, body) =
+        crate::audio_files::multipart(&[("file", Some("audio/wav"), &tone_wav(8_000, 2_000))]);
+    let (status, heard) = send(
+        app.req(
+            &acct,
+            Method::POST,
+            &format!("/sandbox/calls/{callid}/audio"),
+        )
+        .header("content-type", ct)
+        .body(body),
+    )
+    .await;
+    assert_eq!(status, 200, "{heard}");
+    let recs = all(&app, &acct).await;
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0]["duration"], 2);
+    // Over the limit (64 KiB here): 400 file_too_large, raw or multipart, and nothing kept.
+    let callid = call("+447700900902").await;
+    let big = tone_wav(8_000, 5_000); // 80 KB
+    let (status, body) = send(
+        app.req(
+            &acct,
+            Method::POST,
+            &format!("/sandbox/calls/{callid}/audio"),
+        )
+        .header("content-type", "audio/wav")
+        .body(big.clone()),
+    )
+    .await;
+    assert_error(status, &body, 400, "file_too_large");
+    let (ct, multi) = crate::audio_files::multipart(&[("file", Some("audio/wav"), &big)]);
+    let (status, body) = send(
+        app.req(
+            &acct,
+            Method::POST,
+            &format!("/sandbox/calls/{callid}/audio"),
+        )
+        .header("content-type", ct)
+        .body(multi),
+    )
+    .await;
+    assert_error(status, &body, 400, "file_too_large");
+    // A multipart body without a file part is refused too.
+    let (ct, empty) = crate::audio_files::multipart(&[("name", None, b"x")]);
+    let (status, body) = send(
+        app.req(
+            &acct,
+            Method::POST,
+            &format!("/sandbox/calls/{callid}/audio"),
+        )
+        .header("content-type", ct)
+        .body(empty),
+    )
+    .await;
+    assert_error(status, &body, 400, "validation_error");
+    assert_eq!(all(&app, &acct).await.len(), 1);
 }
