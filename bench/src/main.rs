@@ -4,6 +4,7 @@
 //!
 //! `cargo run --release -p dialtone-bench -- [--database-url postgres://...] [--seconds 10]`
 
+mod crash;
 mod load;
 mod receiver;
 mod seed;
@@ -38,15 +39,28 @@ struct Args {
     /// Calls stored before the export benchmark.
     #[arg(long, default_value_t = 1_000_000)]
     exported_calls: u64,
-    /// Only these benchmarks (comma separated: start,ping,sms,runs,calls,search,webhooks,export).
+    /// Only these benchmarks (comma separated: start,ping,sms,runs,calls,search,webhooks,export),
+    /// or `crash` (never run by default): the kill -9 test.
     #[arg(long)]
     only: Option<String>,
+    /// Kills of the crash test.
+    #[arg(long, default_value_t = 20)]
+    kills: usize,
+    /// Server processes of the crash test (several need --database-url).
+    #[arg(long, default_value_t = 1)]
+    nodes: usize,
 }
 
 fn wanted(args: &Args, name: &str) -> bool {
     args.only
         .as_deref()
         .is_none_or(|o| o.split(',').any(|w| w == name))
+}
+
+fn asked(args: &Args, name: &str) -> bool {
+    args.only
+        .as_deref()
+        .is_some_and(|o| o.split(',').any(|w| w == name))
 }
 
 #[tokio::main]
@@ -63,6 +77,15 @@ async fn main() -> anyhow::Result<()> {
         }
     );
 
+    if asked(&args, "crash") {
+        return crash::run(
+            &binary,
+            args.database_url.as_deref(),
+            args.kills,
+            args.nodes,
+        )
+        .await;
+    }
     // Start to ready, and idle memory, on an empty database.
     let mut srv = server::Server::start(&binary, args.database_url.as_deref()).await?;
     if wanted(&args, "start") {

@@ -20,6 +20,8 @@ struct Counts {
     got: AtomicU64,
     bad: AtomicU64,
     delays_ms: Mutex<Vec<f64>>,
+    /// (event_id, try) of every delivery.
+    seen: Mutex<Vec<(String, i64)>>,
 }
 
 /// A running receiver.
@@ -42,6 +44,7 @@ impl Receiver {
             got: AtomicU64::new(0),
             bad: AtomicU64::new(0),
             delays_ms: Mutex::new(Vec::new()),
+            seen: Mutex::new(Vec::new()),
         });
         let c = counts.clone();
         tokio::spawn(async move {
@@ -64,6 +67,14 @@ impl Receiver {
                                 .encode(mac.finalize().into_bytes());
                             if sig.as_deref() != Some(expected.as_str()) {
                                 c.bad.fetch_add(1, Ordering::Relaxed);
+                            }
+                            if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&body)
+                                && let Ok(mut seen) = c.seen.lock()
+                            {
+                                seen.push((
+                                    v["event_id"].as_str().unwrap_or_default().to_owned(),
+                                    v["try"].as_i64().unwrap_or(-1),
+                                ));
                             }
                             if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&body)
                                 && let Some(at) = v["event_at"]
@@ -100,6 +111,15 @@ impl Receiver {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         Ok(())
+    }
+
+    /// (event_id, try) of every delivery received so far.
+    pub fn seen(&self) -> Vec<(String, i64)> {
+        self.counts
+            .seen
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or_default()
     }
 
     /// Deliveries whose signature did not verify.

@@ -4,7 +4,7 @@
 use dialtone_domain::{Sid, Timestamp};
 use dialtone_store::{DatabaseUrl, Store, StoreOptions, accounts, events, params};
 
-async fn open(url: &str) -> anyhow::Result<Store> {
+pub async fn open(url: &str) -> anyhow::Result<Store> {
     let url = DatabaseUrl::parse(url).map_err(|e| anyhow::anyhow!(e))?;
     Ok(Store::open(&url, &StoreOptions::default()).await?)
 }

@@ -106,12 +106,37 @@ impl Server {
         })
     }
 
+    /// Another node on `database_url` (PostgreSQL), sharing it with running ones.
+    pub async fn join(binary: &Path, database_url: &str) -> anyhow::Result<Self> {
+        let dir = tempfile::tempdir()?;
+        let started = Instant::now();
+        let (child, base) = spawn(binary, dir.path(), database_url)?;
+        wait_ready(&base).await?;
+        Ok(Self {
+            child: Some(child),
+            dir,
+            base,
+            database_url: database_url.to_owned(),
+            ready_after: started.elapsed(),
+            account_sid: None,
+        })
+    }
+
     /// Starts again on the same database.
     pub async fn restart(&mut self, binary: &Path) -> anyhow::Result<()> {
         let (child, base) = spawn(binary, self.dir.path(), &self.database_url)?;
         self.child = Some(child);
         self.base = base;
         wait_ready(&self.base).await
+    }
+
+    /// Kills it with SIGKILL: no shutdown, no flush, as a crash or a pulled plug.
+    pub fn kill9(&mut self) -> anyhow::Result<()> {
+        if let Some(mut child) = self.child.take() {
+            child.kill()?;
+            child.wait()?;
+        }
+        Ok(())
     }
 
     /// Stops it (SIGTERM, then waits).

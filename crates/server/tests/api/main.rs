@@ -9,6 +9,7 @@ mod audio_files;
 mod auth;
 mod billing;
 mod conventions;
+mod fuzz;
 mod idempotency;
 mod isolation;
 mod jsonrpc;
