@@ -96,9 +96,9 @@ impl Application {
                 Duration::from_millis(50),
             ))
         });
-        let served = axum::serve(self.listener, self.router)
-            .with_graceful_shutdown(shutdown)
-            .await;
+        let header_timeout = Duration::from_millis(self.state.config.header_timeout_ms);
+        let served =
+            crate::serve::serve(self.listener, self.router, header_timeout, shutdown).await;
         stop_workers.cancel();
         if let Some(w) = worker {
             let _ = w.await;
@@ -139,7 +139,11 @@ pub fn router(state: AppState) -> Router {
         app = app.merge(admin::router(state.clone()));
     }
     let max_body = state.config.max_body_bytes;
+    let body_timeout = Duration::from_millis(state.config.body_timeout_ms);
     app.fallback(http::fallback)
+        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
+            body_timeout,
+        ))
         .layer(axum::middleware::from_fn(http::contract_errors))
         .layer(DefaultBodyLimit::max(max_body))
         .layer(axum::middleware::from_fn_with_state(

@@ -68,6 +68,10 @@ pub struct Config {
     pub rate_limit: i64,
     /// Requests an account may burst above its rate (0: the rate, at least 1).
     pub rate_burst: i64,
+    /// How long a client has to send a request's headers before its connection is closed.
+    pub header_timeout_ms: u64,
+    /// How long a request body may stall before the request is refused.
+    pub body_timeout_ms: u64,
 }
 
 /// Settings a TOML file may hold (the same names as the flags, with underscores).
@@ -154,6 +158,8 @@ impl Config {
             audio_max_duration_ms: 10 * 60 * 1000,
             rate_limit: 0,
             rate_burst: 0,
+            header_timeout_ms: 30_000,
+            body_timeout_ms: 60_000,
         }
     }
 

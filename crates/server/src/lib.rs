@@ -20,6 +20,7 @@ pub mod provisioning;
 pub mod rest11;
 pub mod sandbox;
 pub mod scenarios;
+pub mod serve;
 pub mod sms;
 pub mod state;
 pub mod tasks;

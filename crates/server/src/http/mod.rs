@@ -77,7 +77,8 @@ pub async fn observe(State(state): State<AppState>, mut req: Request, next: Next
 }
 
 /// Gives router-made errors the contract's body: 405 keeps its `Allow` header, 413 (a body
-/// over the size limit) becomes 400, as the contract declares no 413.
+/// over the size limit) and 408 (a body that stalled) become 400, as the contract declares
+/// neither.
 pub async fn contract_errors(req: Request, next: Next) -> Response {
     let response = next.run(req).await;
     let status = response.status();
@@ -95,7 +96,12 @@ pub async fn contract_errors(req: Request, next: Next) -> Response {
             "method not allowed on this path; the Allow header lists those that are",
         ),
         StatusCode::PAYLOAD_TOO_LARGE => ApiError::invalid("body", "the request body is too large"),
-        StatusCode::UNSUPPORTED_MEDIA_TYPE | StatusCode::UNPROCESSABLE_ENTITY => {
+        StatusCode::REQUEST_TIMEOUT => {
+            ApiError::invalid("body", "the request body did not arrive in time")
+        }
+        StatusCode::BAD_REQUEST
+        | StatusCode::UNSUPPORTED_MEDIA_TYPE
+        | StatusCode::UNPROCESSABLE_ENTITY => {
             ApiError::invalid("body", "the request body could not be read")
         }
         _ => return response,

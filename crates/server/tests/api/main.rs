@@ -18,6 +18,7 @@ mod rate_limits;
 mod receiver;
 mod recordings;
 mod sdk;
+mod slow_clients;
 mod sms;
 mod tasks;
 mod webhooks;
