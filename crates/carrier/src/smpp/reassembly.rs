@@ -1,6 +1,10 @@
-//! Reassembly of concatenated inbound SMS: parts wait, keyed by sender, recipient and
-//! reference, until the last one arrives. Their `deliver_sm_resp` wait with them, so an
-//! incomplete message left behind by a restart is delivered again by the SMSC.
+//! Reassembly of concatenated inbound SMS: parts wait in memory, keyed by sender, recipient
+//! and reference, until the last one arrives.
+//!
+//! Each part but the one that completes the message is acknowledged on arrival: many SMSCs
+//! send the next part only after the previous one's `deliver_sm_resp`, so holding them
+//! would stall the message. The completing part's answer waits until the whole SMS is
+//! stored. The price: parts held when the process dies are lost with it.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -56,12 +60,13 @@ impl Reassembly {
         if let Some(slot) = entry.parts.get_mut(index) {
             *slot = Some(text);
         }
-        entry.answers.push(answer);
         if entry.parts.iter().all(Option::is_some) {
+            entry.answers.push(answer);
             let done = self.waiting.remove(&key)?;
             let text: String = done.parts.into_iter().flatten().collect();
             return Some((text, done.answers));
         }
+        answer.send(rusmpp::CommandStatus::EsmeRok);
         None
     }
 }
