@@ -8,10 +8,12 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use dialtone_carrier::Simulated;
+use dialtone_carrier::smpp::{CarrierEvent, Smpp};
+use dialtone_carrier::{Carrier, Routes, Simulated};
 use dialtone_domain::Clock;
 use dialtone_store::{Store, StoreOptions, migrate};
 use tokio::net::TcpListener;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
@@ -43,13 +45,15 @@ impl Application {
             config.public_url = Some(format!("http://{addr}"));
         }
         let simulated = Arc::new(Simulated::new(config.sim_step_ms));
+        let (carrier, smpp, carrier_events) = networks(&config, simulated.clone());
         let http = webhooks::delivery::client(config.webhook_timeout_ms);
         let state = AppState {
             store,
             clock,
             config: Arc::new(config),
             metrics: Arc::new(Metrics::default()),
-            carrier: simulated.clone(),
+            carrier,
+            smpp,
             simulated: Some(simulated),
             wake: Arc::new(tokio::sync::Notify::new()),
             http,
@@ -61,6 +65,10 @@ impl Application {
             numbers::inventory::load_default_if_empty(&state.store).await?;
         }
         billing::rates::load_default_if_empty(&state.store).await?;
+        if let Some(events) = carrier_events {
+            // Receipts and inbound SMS come when the network sends them, workers or not.
+            tokio::spawn(crate::sms::carrier_events::run(state.clone(), events));
+        }
         let router = router(state.clone());
         Ok(Self {
             listener,
@@ -105,6 +113,39 @@ impl Application {
         served?;
         Ok(())
     }
+}
+
+/// The networks SMS leave through: the simulated one alone, or the configured SMPP
+/// connectors (started here) routed by prefix, with the default connector (else the
+/// simulated network) for every other destination.
+fn networks(
+    config: &Config,
+    simulated: Arc<Simulated>,
+) -> (
+    Arc<dyn Carrier>,
+    Vec<Smpp>,
+    Option<mpsc::Receiver<CarrierEvent>>,
+) {
+    if config.smpp.is_empty() {
+        return (simulated, Vec::new(), None);
+    }
+    let (tx, rx) = mpsc::channel(1024);
+    let connectors: Vec<Smpp> = config
+        .smpp
+        .iter()
+        .map(|c| Smpp::start(c.clone(), tx.clone()))
+        .collect();
+    let default: Arc<dyn Carrier> = match connectors.iter().find(|c| c.config().default) {
+        Some(c) => Arc::new(c.clone()),
+        None => simulated,
+    };
+    let mut routes = Routes::new(default);
+    for c in &connectors {
+        for prefix in &c.config().prefixes {
+            routes = routes.route(prefix, Arc::new(c.clone()));
+        }
+    }
+    (Arc::new(routes), connectors, Some(rx))
 }
 
 /// Opens the configured database and applies pending migrations.

@@ -272,6 +272,9 @@ impl Settings {
         if let Some(url) = self.public_url.clone().or(file.public_url) {
             config.public_url = Some(url);
         }
+        if let Some(connectors) = file.smpp {
+            config.smpp = connectors;
+        }
         config.validate()?;
         Ok(config)
     }

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use dialtone_carrier::smpp::SmppConfig;
 use dialtone_store::{DatabaseUrl, Synchronous};
 use serde::Deserialize;
 
@@ -63,6 +64,9 @@ pub struct Config {
     pub audio_max_bytes: usize,
     /// Longest audio accepted, in milliseconds (longer ends in `error`, "too long").
     pub audio_max_duration_ms: u64,
+    /// SMPP connectors (`[[smpp]]` tables of the TOML file); none: every SMS goes to the
+    /// simulated network.
+    pub smpp: Vec<SmppConfig>,
 }
 
 /// Settings a TOML file may hold (the same names as the flags, with underscores).
@@ -101,6 +105,8 @@ pub struct FileConfig {
     pub workers: Option<bool>,
     /// See [`Config::public_url`].
     pub public_url: Option<String>,
+    /// See [`Config::smpp`].
+    pub smpp: Option<Vec<SmppConfig>>,
 }
 
 impl FileConfig {
@@ -143,6 +149,7 @@ impl Config {
             credit_shutdown: dialtone_domain::Money::ZERO,
             audio_max_bytes: 20 * 1024 * 1024,
             audio_max_duration_ms: 10 * 60 * 1000,
+            smpp: Vec::new(),
         }
     }
 
@@ -171,6 +178,20 @@ impl Config {
         {
             anyhow::bail!("--admin-token must be at least 16 characters");
         }
-        Ok(())
+        validate_smpp(&self.smpp)
     }
+}
+
+/// Each connector valid, names unique, at most one default.
+pub fn validate_smpp(connectors: &[SmppConfig]) -> anyhow::Result<()> {
+    for (i, c) in connectors.iter().enumerate() {
+        c.validate().map_err(|e| anyhow::anyhow!(e))?;
+        if connectors[..i].iter().any(|o| o.name == c.name) {
+            anyhow::bail!("two SMPP connectors are named {}", c.name);
+        }
+    }
+    if connectors.iter().filter(|c| c.default).count() > 1 {
+        anyhow::bail!("at most one SMPP connector may be the default");
+    }
+    Ok(())
 }

@@ -35,6 +35,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(7, "0007_actions"),
     migration!(8, "0008_audio_files"),
     migration!(9, "0009_tasks"),
+    migration!(10, "0010_sms_parts"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

@@ -3,7 +3,12 @@
 //!
 //! A `created` SMS is leased before it is submitted (its `next_at` moves 30 s ahead), so a
 //! second node skips it, and a node that dies mid-submission loses nothing: the lease ends
-//! and another node submits it (delivery to the carrier is at least once).
+//! and another node submits it (delivery to the carrier is at least once). A network that
+//! refuses for now (an SMPP bind down, throttling) leaves the SMS `created`, due again later.
+//!
+//! The simulated network's statuses follow a known timetable, applied here when due. A real
+//! network's (SMPP) SMS becomes `pending` then `sent` when the SMSC takes every part; its
+//! receipts move it on (`carrier_events`).
 
 use std::collections::HashMap;
 
@@ -27,7 +32,7 @@ const RETRY_MS: i64 = 10_000;
 
 /// Billing modes of the accounts seen in one batch (for the events' `b_customer_mode`).
 #[derive(Default)]
-struct Modes(HashMap<i64, String>);
+pub(crate) struct Modes(HashMap<i64, String>);
 
 impl Modes {
     fn of(&mut self, c: &mut dyn Conn, account_id: i64) -> Result<String, ApiError> {
@@ -45,7 +50,7 @@ impl Modes {
 
 /// Moves `sms` to `next`, schedules what follows, emits the event; on delivery to a number of
 /// this platform, the owner receives it as an inbound SMS.
-fn apply(
+pub(crate) fn apply(
     c: &mut dyn Conn,
     state: &AppState,
     modes: &mut Modes,
@@ -121,8 +126,8 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
     if to_submit.is_empty() {
         return Ok(moved);
     }
-    let mut outcomes = Vec::with_capacity(to_submit.len());
-    for sms in to_submit {
+    // Submitted together: a connector's window and throughput pace them, not this loop.
+    let submissions = to_submit.into_iter().map(|sms| async move {
         let encoding = Encoding::parse(&sms.encoding).unwrap_or(Encoding::Unicode);
         let parts = layout(&sms.body, Some(encoding))
             .map(|l| l.parts)
@@ -136,8 +141,9 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
             flash: sms.flash,
         };
         let outcome = state.carrier.submit(&outbound).await;
-        outcomes.push((sms, outcome));
-    }
+        (sms, outcome)
+    });
+    let outcomes = futures_util::future::join_all(submissions).await;
     let submitted = outcomes.len();
     let st = state.clone();
     let now = state.clock.now();
@@ -153,6 +159,24 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
                             dialtone_store::params![accepted.message_ids.join(","), sms.id],
                         )?;
                         apply(c, &st, &mut modes, &sms, SmsStatus::Pending, "", now)?;
+                        if st
+                            .carrier
+                            .next_status(&sms.to, SmsStatus::Pending)
+                            .is_none()
+                        {
+                            // A real network: every part has its submit_sm_resp, so it is
+                            // sent; receipts will find it by the network's ids.
+                            dialtone_store::sms_parts::insert(
+                                c,
+                                sms.id,
+                                &accepted.network,
+                                &accepted.message_ids,
+                                now,
+                            )?;
+                            let mut pending = sms.clone();
+                            pending.status = SmsStatus::Pending.as_str().to_owned();
+                            apply(c, &st, &mut modes, &pending, SmsStatus::Sent, "", now)?;
+                        }
                     }
                     Err(rejected) if rejected.permanent => {
                         apply(
