@@ -55,9 +55,17 @@ impl TestSmsc {
             );
             return None;
         }
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/smsc/smsc.py");
+        // Found from the carrier crate's tests and from the server's.
+        let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let script = [
+            manifest.join("tests/smsc/smsc.py"),
+            manifest.join("../carrier/tests/smsc/smsc.py"),
+        ]
+        .into_iter()
+        .find(|p| p.exists())
+        .expect("smsc.py beside the SMSC helper");
         let mut child = Command::new(python())
-            .arg(script)
+            .arg(&script)
             .arg(port.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

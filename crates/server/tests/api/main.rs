@@ -14,6 +14,7 @@ mod numbers;
 mod receiver;
 mod recordings;
 mod sdk;
+mod smpp;
 mod sms;
 mod tasks;
 mod webhooks;

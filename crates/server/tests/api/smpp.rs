@@ -1,0 +1,160 @@
+//! SMS through an SMPP connector to the test SMSC (crates/carrier/tests/smsc, on the smpp34
+//! package) on loopback: statuses from submit_sm_resp and receipts, multi-part, refusals,
+//! inbound SMS, and SMS kept in the database while the bind is down.
+
+#[path = "../../../carrier/tests/smsc/mod.rs"]
+mod smsc;
+
+use std::time::Duration;
+
+use dialtone_carrier::smpp::SmppConfig;
+use reqwest::Method;
+use serde_json::{Value, json};
+use smsc::{TestSmsc, WAIT};
+
+use crate::helpers::{Backend, TestAccount, TestApp, send};
+use crate::sms::{buy, send_sms};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smpp_sqlite() {
+    sms_through_smpp(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smpp_postgres() {
+    sms_through_smpp(Backend::Postgres).await;
+}
+
+fn connector(port: u16) -> SmppConfig {
+    let mut c = SmppConfig::new("operator", "127.0.0.1", port, "dialtone", "secret");
+    c.prefixes = vec!["+33".into()];
+    c.throughput = 0;
+    c.response_timeout_ms = 3_000;
+    c.reconnect_min_ms = 50;
+    c.reconnect_max_ms = 200;
+    c
+}
+
+async fn fetch(app: &TestApp, acct: &TestAccount, sid: &str) -> Value {
+    let (status, sms) = send(app.req(acct, Method::GET, &format!("/v2.0/sms/{sid}"))).await;
+    assert_eq!(status, 200, "{sms}");
+    sms
+}
+
+/// Polls until the SMS has `status` (receipts arrive when the SMSC sends them); bounded.
+async fn until_status(app: &TestApp, acct: &TestAccount, sid: &str, status: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let sms = fetch(app, acct, sid).await;
+        if sms["status"] == status {
+            return sms;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{sid} never became {status}: {sms}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn submit(app: &TestApp, acct: &TestAccount, to: &str, body: &str) -> String {
+    let to = to.replace('+', "%2B");
+    let (status, sms) = send_sms(app, acct, &format!("to={to}"), json!({"body": body})).await;
+    assert_eq!(status, 202, "{sms}");
+    sms["sid"].as_str().unwrap().to_owned()
+}
+
+async fn sms_through_smpp(backend: Backend) {
+    let Some(mut smsc) = TestSmsc::start("sms_through_smpp").await else {
+        return;
+    };
+    let port = smsc.port;
+    let Some(app) = TestApp::spawn_with(backend, |c| c.smpp = vec![connector(port)]).await else {
+        eprintln!("SKIPPED: set DIALTONE_TEST_DATABASE_URL to run this test on PostgreSQL");
+        return;
+    };
+    assert!(app.state.smpp[0].wait_bound(WAIT).await);
+    let acct = app.account().await;
+
+    // One part: pending and sent on submit_sm_resp, then the receipts.
+    let sid = submit(&app, &acct, "+33600000000", "Hello over SMPP").await;
+    app.tick().await;
+    let sms = fetch(&app, &acct, &sid).await;
+    // Sent on submit_sm_resp; the receipts may have followed already.
+    assert_ne!(sms["status"], "created", "{sms}");
+    assert!(sms["sentAt"].is_string());
+    let seen = smsc.expect("submit").await;
+    assert_eq!(
+        (seen["dest"].as_str(), seen["dc"].as_u64()),
+        (Some("33600000000"), Some(0))
+    );
+    until_status(&app, &acct, &sid, "delivered").await;
+    let events = app.events(&acct.sid, "sms.mt.status_update").await;
+    let statuses: Vec<&str> = events
+        .iter()
+        .map(|e| e["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["PENDING", "SENT", "REMOTE_QUEUED", "DELIVERED"]);
+
+    // Two parts, receipts written in hexadecimal: delivered when both parts are.
+    let long = "Multi-part message over SMPP. ".repeat(7);
+    let sid = submit(&app, &acct, "+33600000002", &long).await;
+    app.tick().await;
+    assert_eq!(fetch(&app, &acct, &sid).await["parts"], 2);
+    until_status(&app, &acct, &sid, "delivered").await;
+
+    // A failed receipt, an expired one, and a permanent refusal (refunded).
+    let failed = submit(&app, &acct, "+33600000001", "fails").await;
+    let expired = submit(&app, &acct, "+33600000003", "expires").await;
+    let refused = submit(&app, &acct, "+33600000005", "refused").await;
+    app.tick().await;
+    let sms = until_status(&app, &acct, &failed, "failed").await;
+    assert_eq!(sms["statusError"], "UNDELIV err:001");
+    until_status(&app, &acct, &expired, "expired").await;
+    let sms = fetch(&app, &acct, &refused).await;
+    assert_eq!(sms["status"], "error");
+    assert!(
+        sms["statusError"].as_str().unwrap().contains("0x0000000b"),
+        "{sms}"
+    );
+
+    // Other destinations stay on the simulated network.
+    let sim = submit(&app, &acct, "+447700900123", "simulated").await;
+    app.tick().await;
+    assert_eq!(fetch(&app, &acct, &sim).await["status"], "pending");
+
+    // Inbound: a two-part SMS to the account's number, sms.mo, stored as received.
+    let number = buy(&app, &acct, "country=GB&type=mobile").await;
+    smsc.send(json!({"cmd": "mo", "from": "+33612345678", "to": number,
+        "text": "Bonjour from the network", "parts": 2}))
+        .await;
+    for _ in 0..2 {
+        assert_eq!(smsc.expect("mo-part").await["status"], 0);
+    }
+    let mo = app.events(&acct.sid, "sms.mo").await;
+    assert_eq!(mo.len(), 1, "stored before the last part was acknowledged");
+    assert_eq!(mo[0]["text"], "Bonjour from the network");
+    assert_eq!(mo[0]["from"], "+33612345678");
+
+    // Bind down: the SMS waits in the database, then leaves once bound again.
+    smsc.kill().await;
+    let connector = app.state.smpp[0].clone();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while connector.is_bound() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the drop is noticed"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let waiting = submit(&app, &acct, "+33600000007", "while the bind is down").await;
+    app.tick().await;
+    assert_eq!(fetch(&app, &acct, &waiting).await["status"], "created");
+    let Some(_again) = TestSmsc::start_on("sms_through_smpp", port).await else {
+        return;
+    };
+    assert!(connector.wait_bound(WAIT).await);
+    app.clock.advance_ms(10_001);
+    app.tick().await;
+    assert_eq!(fetch(&app, &acct, &waiting).await["status"], "sent");
+}
