@@ -37,7 +37,9 @@ struct Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../crates/carrier/tests/smsc/smsc.py");
     let mut smsc = tokio::process::Command::new(&args.python)

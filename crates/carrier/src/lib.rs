@@ -63,9 +63,9 @@ pub trait Carrier: Send + Sync + 'static {
 
     /// The name of the network that carries SMS to `to` (differs from [`Carrier::name`] only
     /// for [`Routes`]).
-    fn network_for(&self, to: &str) -> &str {
+    fn network_for(&self, to: &str) -> String {
         let _ = to;
-        self.name()
+        self.name().to_owned()
     }
 
     /// Hands an SMS to the network (the status becomes `pending` when accepted).

@@ -44,8 +44,8 @@ impl Carrier for Routes {
         self.default.name()
     }
 
-    fn network_for(&self, to: &str) -> &str {
-        self.carrier_for(to).name()
+    fn network_for(&self, to: &str) -> String {
+        self.carrier_for(to).name().to_owned()
     }
 
     fn submit<'a>(&'a self, sms: &'a OutboundSms) -> BoxFuture<'a, Result<Accepted, Rejected>> {

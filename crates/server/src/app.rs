@@ -8,16 +8,16 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use dialtone_carrier::smpp::{CarrierEvent, Smpp};
-use dialtone_carrier::{Carrier, Routes, Simulated};
+use dialtone_carrier::Simulated;
+use dialtone_carrier::smpp::SmppConfig;
 use dialtone_domain::Clock;
 use dialtone_store::{Store, StoreOptions, migrate};
 use tokio::net::TcpListener;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::metrics::Metrics;
+use crate::networks::{Networks, Source};
 use crate::state::AppState;
 use crate::{
     admin, billing, http, jsonrpc, numbers, ops, rest11, sandbox, scenarios, v2, webhooks, workers,
@@ -45,15 +45,21 @@ impl Application {
             config.public_url = Some(format!("http://{addr}"));
         }
         let simulated = Arc::new(Simulated::new(config.sim_step_ms));
-        let (carrier, smpp, carrier_events) = networks(&config, simulated.clone());
+        let mut connectors: Vec<(SmppConfig, Source)> = config
+            .smpp
+            .iter()
+            .map(|c| (c.clone(), Source::File))
+            .collect();
+        connectors.extend(admin_connectors(&store, &config.smpp).await?);
+        let (networks, carrier_events) = Networks::start(&connectors, simulated.clone());
         let http = webhooks::delivery::client(config.webhook_timeout_ms);
         let state = AppState {
             store,
             clock,
             config: Arc::new(config),
             metrics: Arc::new(Metrics::default()),
-            carrier,
-            smpp,
+            carrier: networks.clone(),
+            networks,
             simulated: Some(simulated),
             wake: Arc::new(tokio::sync::Notify::new()),
             http,
@@ -65,10 +71,11 @@ impl Application {
             numbers::inventory::load_default_if_empty(&state.store).await?;
         }
         billing::rates::load_default_if_empty(&state.store).await?;
-        if let Some(events) = carrier_events {
-            // Receipts and inbound SMS come when the network sends them, workers or not.
-            tokio::spawn(crate::sms::carrier_events::run(state.clone(), events));
-        }
+        // Receipts and inbound SMS come when a network sends them, workers or not.
+        tokio::spawn(crate::sms::carrier_events::run(
+            state.clone(),
+            carrier_events,
+        ));
         let router = router(state.clone());
         Ok(Self {
             listener,
@@ -115,37 +122,28 @@ impl Application {
     }
 }
 
-/// The networks SMS leave through: the simulated one alone, or the configured SMPP
-/// connectors (started here) routed by prefix, with the default connector (else the
-/// simulated network) for every other destination.
-fn networks(
-    config: &Config,
-    simulated: Arc<Simulated>,
-) -> (
-    Arc<dyn Carrier>,
-    Vec<Smpp>,
-    Option<mpsc::Receiver<CarrierEvent>>,
-) {
-    if config.smpp.is_empty() {
-        return (simulated, Vec::new(), None);
-    }
-    let (tx, rx) = mpsc::channel(1024);
-    let connectors: Vec<Smpp> = config
-        .smpp
-        .iter()
-        .map(|c| Smpp::start(c.clone(), tx.clone()))
-        .collect();
-    let default: Arc<dyn Carrier> = match connectors.iter().find(|c| c.config().default) {
-        Some(c) => Arc::new(c.clone()),
-        None => simulated,
-    };
-    let mut routes = Routes::new(default);
-    for c in &connectors {
-        for prefix in &c.config().prefixes {
-            routes = routes.route(prefix, Arc::new(c.clone()));
+/// The SMPP connectors added through `/admin` (a name the file also uses is the file's).
+async fn admin_connectors(
+    store: &Store,
+    from_file: &[SmppConfig],
+) -> anyhow::Result<Vec<(SmppConfig, Source)>> {
+    let rows = store
+        .read(dialtone_store::sms_parts::connectors)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot read the SMPP connectors: {e}"))?;
+    let mut out = Vec::new();
+    for (name, json) in rows {
+        if from_file.iter().any(|c| c.name == name) {
+            continue;
+        }
+        match serde_json::from_str::<SmppConfig>(&json) {
+            Ok(c) => out.push((c, Source::Admin)),
+            Err(e) => {
+                tracing::error!(%name, error = %e, "smpp: stored connector unreadable, skipped")
+            }
         }
     }
-    (Arc::new(routes), connectors, Some(rx))
+    Ok(out)
 }
 
 /// Opens the configured database and applies pending migrations.

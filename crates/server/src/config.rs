@@ -195,3 +195,48 @@ pub fn validate_smpp(connectors: &[SmppConfig]) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn smpp_connectors_from_toml() {
+        let file: FileConfig = toml::from_str(
+            r#"
+            [[smpp]]
+            name = "operator-a"
+            host = "smsc.example.net"
+            port = 2775
+            system_id = "dialtone"
+            password = "secret"
+            bind = "transmitter-receiver"
+            tls = true
+            throughput = 20
+            window = 5
+            concatenation = "sar"
+            prefixes = ["+33"]
+
+            [[smpp]]
+            name = "operator-b"
+            host = "10.0.0.2"
+            port = 2776
+            system_id = "dt"
+            default = true
+            "#,
+        )
+        .expect("parses");
+        let smpp = file.smpp.expect("connectors");
+        assert_eq!(smpp.len(), 2);
+        assert_eq!(smpp[0].window, 5);
+        assert_eq!(smpp[1].throughput, 50, "default throughput");
+        assert!(validate_smpp(&smpp).is_ok());
+        let mut twice = smpp.clone();
+        twice[1].name = "operator-a".into();
+        assert!(validate_smpp(&twice).is_err());
+        let mut defaults = smpp.clone();
+        defaults[0].default = true;
+        assert!(validate_smpp(&defaults).is_err());
+        assert!(toml::from_str::<FileConfig>("[[smpp]]\nname = \"x\"\nhostname = \"y\"").is_err());
+    }
+}

@@ -1,6 +1,6 @@
-//! Parts of outbound SMS as a real network took them: the network's message id of each, and
+//! Parts of outbound SMS as a real network took them (the network's message id of each, and
 //! the status its last delivery receipt gave, so receipts find their SMS and a multi-part SMS
-//! is delivered when all its parts are.
+//! is delivered when all its parts are); and the SMPP connectors the operator added.
 
 use dialtone_domain::Timestamp;
 
@@ -101,4 +101,43 @@ pub fn of_sms(conn: &mut dyn Conn, sms_id: i64) -> Result<Vec<SmsPart>, DbError>
     .iter()
     .map(from_row)
     .collect()
+}
+
+/// SMPP connectors added by the operator: name and configuration (JSON), oldest first.
+pub fn connectors(conn: &mut dyn Conn) -> Result<Vec<(String, String)>, DbError> {
+    conn.query(
+        "SELECT name, config FROM smpp_connectors ORDER BY created, name",
+        params![],
+    )?
+    .iter()
+    .map(|r| Ok((r.text(0)?, r.text(1)?)))
+    .collect()
+}
+
+/// Stores a connector added by the operator; false when the name is taken.
+pub fn add_connector(
+    conn: &mut dyn Conn,
+    name: &str,
+    config: &str,
+    now: Timestamp,
+) -> Result<bool, DbError> {
+    let taken = conn
+        .query_opt(
+            "SELECT 1 FROM smpp_connectors WHERE name = $1",
+            params![name],
+        )?
+        .is_some();
+    if taken {
+        return Ok(false);
+    }
+    conn.execute(
+        "INSERT INTO smpp_connectors (name, config, created) VALUES ($1, $2, $3)",
+        params![name, config, now],
+    )?;
+    Ok(true)
+}
+
+/// Forgets a connector added by the operator; false when there was none of that name.
+pub fn remove_connector(conn: &mut dyn Conn, name: &str) -> Result<bool, DbError> {
+    Ok(conn.execute("DELETE FROM smpp_connectors WHERE name = $1", params![name])? > 0)
 }

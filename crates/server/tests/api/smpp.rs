@@ -73,7 +73,12 @@ async fn sms_through_smpp(backend: Backend) {
         eprintln!("SKIPPED: set DIALTONE_TEST_DATABASE_URL to run this test on PostgreSQL");
         return;
     };
-    assert!(app.state.smpp[0].wait_bound(WAIT).await);
+    let connector = app
+        .state
+        .networks
+        .connector("operator")
+        .expect("configured");
+    assert!(connector.wait_bound(WAIT).await);
     let acct = app.account().await;
 
     // One part: pending and sent on submit_sm_resp, then the receipts.
@@ -138,7 +143,6 @@ async fn sms_through_smpp(backend: Backend) {
 
     // Bind down: the SMS waits in the database, then leaves once bound again.
     smsc.kill().await;
-    let connector = app.state.smpp[0].clone();
     let deadline = tokio::time::Instant::now() + WAIT;
     while connector.is_bound() {
         assert!(
@@ -157,4 +161,54 @@ async fn sms_through_smpp(backend: Backend) {
     app.clock.advance_ms(10_001);
     app.tick().await;
     assert_eq!(fetch(&app, &acct, &waiting).await["status"], "sent");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connectors_through_admin() {
+    let Some(mut smsc) = TestSmsc::start("connectors_through_admin").await else {
+        return;
+    };
+    let Some(app) = TestApp::spawn(Backend::Sqlite).await else {
+        return;
+    };
+    let (status, list) = send(app.admin(Method::GET, "/admin/smpp")).await;
+    assert_eq!(
+        (status.as_u16(), list),
+        (200, json!([])),
+        "none: the simulated network"
+    );
+    let mut body = serde_json::to_value(connector(smsc.port)).unwrap();
+    body["default"] = json!(true);
+    body["prefixes"] = json!([]);
+    let (status, made) = send(app.admin(Method::POST, "/admin/smpp").json(&body)).await;
+    assert_eq!(status, 201, "{made}");
+    assert_eq!(made["name"], "operator");
+    assert_eq!(made["source"], "admin");
+    assert!(made.get("password").is_none(), "{made}");
+    let (status, again) = send(app.admin(Method::POST, "/admin/smpp").json(&body)).await;
+    assert_eq!(status, 400, "{again}");
+    let mut bad = body.clone();
+    bad["name"] = json!("other");
+    bad["window"] = json!(0);
+    let (status, _) = send(app.admin(Method::POST, "/admin/smpp").json(&bad)).await;
+    assert_eq!(status, 400);
+    let connector = app.state.networks.connector("operator").expect("started");
+    assert!(connector.wait_bound(WAIT).await);
+    let (_, list) = send(app.admin(Method::GET, "/admin/smpp")).await;
+    assert_eq!(list[0]["bound"], true, "{list}");
+
+    // The default connector now carries every destination.
+    let acct = app.account().await;
+    let sid = submit(&app, &acct, "+447700900127", "via the default connector").await;
+    app.tick().await;
+    assert_eq!(fetch(&app, &acct, &sid).await["status"], "sent");
+    assert_eq!(smsc.expect("submit").await["dest"], "447700900127");
+
+    let (status, _) = send(app.admin(Method::DELETE, "/admin/smpp/operator")).await;
+    assert_eq!(status, 204);
+    let (status, _) = send(app.admin(Method::DELETE, "/admin/smpp/operator")).await;
+    assert_eq!(status, 404);
+    let sid = submit(&app, &acct, "+447700900128", "simulated again").await;
+    app.tick().await;
+    assert_eq!(fetch(&app, &acct, &sid).await["status"], "pending");
 }

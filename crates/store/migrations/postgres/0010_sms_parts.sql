@@ -12,3 +12,10 @@ CREATE TABLE sms_parts (
 );
 CREATE INDEX sms_parts_message ON sms_parts(network, message_id);
 CREATE INDEX sms_parts_sms ON sms_parts(sms_id, part);
+
+-- SMPP connectors added through /admin (those of the configuration file are not stored).
+CREATE TABLE smpp_connectors (
+    name TEXT PRIMARY KEY,
+    config TEXT NOT NULL,
+    created BIGINT NOT NULL
+);
