@@ -117,6 +117,10 @@ impl Application {
         if let Some(w) = worker {
             let _ = w.await;
         }
+        // Unbind politely: the SMSCs keep what they have not delivered for the next bind.
+        for (connector, _) in self.state.networks.connectors() {
+            connector.stop().await;
+        }
         served?;
         Ok(())
     }
