@@ -348,3 +348,26 @@ async fn smsc_that_never_answers() {
     );
     smpp.stop().await;
 }
+
+#[tokio::test]
+async fn keepalive_notices_a_silent_smsc() {
+    let Some(smsc) = TestSmsc::start("keepalive_notices_a_silent_smsc").await else {
+        return;
+    };
+    let mut c = config(smsc.port);
+    c.enquire_link_secs = 1;
+    c.reconnect_min_ms = 60_000;
+    let (smpp, _rx) = connect(c).await;
+    smsc.freeze(true);
+    // One enquire_link unanswered until the next: the session ends within about 2 s.
+    let deadline = std::time::Instant::now() + WAIT;
+    while smpp.is_bound() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the silence is noticed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    smsc.freeze(false);
+    smpp.stop().await;
+}

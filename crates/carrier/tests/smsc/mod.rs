@@ -113,6 +113,16 @@ impl TestSmsc {
         self.stdin.flush().await.expect("flush");
     }
 
+    /// Freezes (`true`) or thaws the SMSC process: its connections stay open, silent.
+    pub fn freeze(&self, frozen: bool) {
+        if let Some(pid) = self.child.id() {
+            let signal = if frozen { "-STOP" } else { "-CONT" };
+            let _ = std::process::Command::new("kill")
+                .args([signal, &pid.to_string()])
+                .status();
+        }
+    }
+
     /// Kills the SMSC at once: every connection drops mid-flight.
     pub async fn kill(mut self) {
         let _ = self.child.kill().await;
