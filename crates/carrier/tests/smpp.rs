@@ -371,3 +371,55 @@ async fn keepalive_notices_a_silent_smsc() {
     smsc.freeze(false);
     smpp.stop().await;
 }
+
+#[tokio::test]
+async fn throughput_paces_and_a_long_backlog_waits_in_the_database() {
+    let Some(smsc) = TestSmsc::start("throughput_paces").await else {
+        return;
+    };
+    let mut c = config(smsc.port);
+    c.throughput = 20;
+    let (smpp, _rx) = connect(c).await;
+    let started = std::time::Instant::now();
+    let five: Vec<_> = (0..5)
+        .map(|_| {
+            let smpp = smpp.clone();
+            tokio::spawn(async move { smpp.submit(&sms("+33600000007", "paced")).await })
+        })
+        .collect();
+    for t in five {
+        t.await.unwrap().expect("accepted");
+    }
+    assert!(
+        started.elapsed() >= Duration::from_millis(195),
+        "5 submits at 20/s span 4 intervals of 50 ms: {:?}",
+        started.elapsed()
+    );
+    smpp.stop().await;
+
+    // At 1/s, the 17th SMS would wait more than 15 s: refused for now instead.
+    let mut c = config(smsc.port);
+    c.throughput = 1;
+    let (slow, _rx) = connect(c).await;
+    let mut waiting = Vec::new();
+    for _ in 0..16 {
+        let s = slow.clone();
+        waiting.push(tokio::spawn(async move {
+            s.submit(&sms("+33600000007", "queued")).await
+        }));
+        for _ in 0..3 {
+            tokio::task::yield_now().await;
+        }
+    }
+    let refused = slow.submit(&sms("+33600000007", "one too many")).await;
+    let refused = refused.expect_err("backlog over 15 s");
+    assert!(
+        !refused.permanent && refused.reason.contains("throughput"),
+        "{}",
+        refused.reason
+    );
+    for w in waiting {
+        w.abort();
+    }
+    slow.stop().await;
+}

@@ -2,7 +2,7 @@
 //! throughput and window, and the `deliver_sm` of its sessions turned into events.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use rusmpp::pdus::{DeliverSm, SubmitSm};
@@ -22,6 +22,10 @@ use super::reassembly::Reassembly;
 use super::session::{BindKind, Delivery, Session};
 use super::{Ack, CarrierEvent, receipt, text};
 use crate::{Accepted, BoxFuture, Carrier, OutboundSms, Rejected};
+
+/// Most time an SMS may wait for its throughput slot before it is refused for now: past
+/// this it waits in the database instead, well inside the worker's 30 s lease.
+const MAX_BACKLOG: Duration = Duration::from_secs(15);
 
 /// Tries of one part refused for now (throttled, queue full) before the SMS waits for the
 /// worker's next round.
@@ -43,7 +47,28 @@ struct Inner {
     /// When the next `submit_sm` may leave.
     next_slot: Mutex<Instant>,
     reference: AtomicU8,
+    /// Parts of the submissions in progress (waiting for the window, a slot or an answer).
+    queued: AtomicUsize,
     stop: CancellationToken,
+}
+
+/// Counts a submission's parts as queued while it lasts.
+struct Queued<'a> {
+    inner: &'a Inner,
+    parts: usize,
+}
+
+impl<'a> Queued<'a> {
+    fn join(inner: &'a Inner, parts: usize) -> Self {
+        inner.queued.fetch_add(parts, Ordering::Relaxed);
+        Self { inner, parts }
+    }
+}
+
+impl Drop for Queued<'_> {
+    fn drop(&mut self) {
+        self.inner.queued.fetch_sub(self.parts, Ordering::Relaxed);
+    }
 }
 
 impl std::fmt::Debug for Smpp {
@@ -65,6 +90,7 @@ impl Smpp {
             receiver: watch::channel(false).0,
             next_slot: Mutex::new(Instant::now()),
             reference: AtomicU8::new(0),
+            queued: AtomicUsize::new(0),
             stop: CancellationToken::new(),
             config,
         });
@@ -135,6 +161,13 @@ impl Smpp {
             permanent: true,
             reason,
         })?;
+        let _queued = Queued::join(&self.inner, pdus.len());
+        if self.backlog() > MAX_BACKLOG {
+            return Err(transient(format!(
+                "{}: throughput limit reached, later",
+                self.inner.config.name
+            )));
+        }
         let mut ids = Vec::with_capacity(pdus.len());
         for pdu in pdus {
             ids.push(self.submit_one(&session, pdu).await?);
@@ -195,6 +228,17 @@ impl Smpp {
             permanent: false,
             reason: "unreachable".into(),
         })
+    }
+
+    /// How long the parts waiting in this connector (this SMS's included) take to leave at
+    /// the throughput limit.
+    fn backlog(&self) -> Duration {
+        let per_second = self.inner.config.throughput;
+        if per_second == 0 {
+            return Duration::ZERO;
+        }
+        let parts = self.inner.queued.load(Ordering::Relaxed) as u32;
+        Duration::from_secs(1) * parts.saturating_sub(1) / per_second
     }
 
     /// Waits for the next slot the throughput limit allows.
