@@ -5,22 +5,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use rusmpp::pdus::{DeliverSm, SubmitSm};
-use rusmpp::tlvs::{MessageSubmissionRequestTlvValue, TlvValue};
-use rusmpp::types::{COctetString, EmptyOrFullCOctetString, OctetString};
-use rusmpp::values::{
-    DataCoding, EsmClass, Npi, PriorityFlag, RegisteredDelivery, ReplaceIfPresentFlag, ServiceType,
-    Ton,
-};
+use rusmpp::pdus::SubmitSm;
 use rusmpp::{CommandStatus, Pdu};
 use tokio::sync::{Mutex, Semaphore, mpsc, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::config::{BindMode, Concatenation, SmppConfig};
-use super::reassembly::Reassembly;
+use super::CarrierEvent;
+use super::config::{BindMode, SmppConfig};
 use super::session::{BindKind, Delivery, Session};
-use super::{Ack, CarrierEvent, receipt, text};
+use super::submit::{self, is_transient};
 use crate::{Accepted, BoxFuture, Carrier, OutboundSms, Rejected};
 
 /// Most time an SMS may wait for its throughput slot before it is refused for now: past
@@ -95,7 +89,7 @@ impl Smpp {
             config,
         });
         let (deliveries, deliveries_rx) = mpsc::channel(256);
-        tokio::spawn(receive_loop(
+        tokio::spawn(super::delivery::receive_loop(
             inner.config.name.clone(),
             deliveries_rx,
             events,
@@ -157,7 +151,8 @@ impl Smpp {
             .clone()
             .filter(|s| !s.is_closed())
             .ok_or_else(|| transient(format!("{}: bind down", self.inner.config.name)))?;
-        let pdus = self.pdus(sms).map_err(|reason| Rejected {
+        let reference = self.inner.reference.fetch_add(1, Ordering::Relaxed);
+        let pdus = submit::pdus(&self.inner.config, sms, reference).map_err(|reason| Rejected {
             permanent: true,
             reason,
         })?;
@@ -257,115 +252,6 @@ impl Smpp {
         };
         tokio::time::sleep_until(slot).await;
     }
-
-    /// The `submit_sm` of each part.
-    fn pdus(&self, sms: &OutboundSms) -> Result<Vec<SubmitSm>, String> {
-        let config = &self.inner.config;
-        let (dest_ton, dest_npi, dest) = address(&sms.to);
-        let (src_ton, src_npi, src) = address(&sms.from);
-        let destination = COctetString::from_vec(format!("{dest}\0").into_bytes())
-            .map_err(|e| format!("destination {dest:?}: {e:?}"))?;
-        let source = COctetString::from_vec(format!("{src}\0").into_bytes())
-            .map_err(|e| format!("sender {src:?}: {e:?}"))?;
-        let mut coding = text::data_coding(sms.encoding);
-        if sms.flash {
-            // Message class 0 (flash) in the GSM data coding scheme.
-            coding |= 0x10;
-        }
-        let total = sms.parts.len();
-        if total > 255 {
-            return Err(format!("{total} parts: at most 255 are possible"));
-        }
-        let reference = self.inner.reference.fetch_add(1, Ordering::Relaxed);
-        let mut out = Vec::with_capacity(total);
-        for (i, part) in sms.parts.iter().enumerate() {
-            let mut body = text::encode(part, sms.encoding);
-            let mut esm = EsmClass::from(0x00);
-            let mut tlvs = Vec::new();
-            if total > 1 {
-                let seq = (i + 1) as u8;
-                match config.concatenation {
-                    Concatenation::Udh => {
-                        let mut with_header =
-                            text::concatenation_udh(reference, total as u8, seq).to_vec();
-                        with_header.append(&mut body);
-                        body = with_header;
-                        esm = EsmClass::from(0x40);
-                    }
-                    Concatenation::Sar => {
-                        tlvs.push(MessageSubmissionRequestTlvValue::SarMsgRefNum(u16::from(
-                            reference,
-                        )));
-                        tlvs.push(MessageSubmissionRequestTlvValue::SarTotalSegments(
-                            total as u8,
-                        ));
-                        tlvs.push(MessageSubmissionRequestTlvValue::SarSegmentSeqnum(seq));
-                    }
-                }
-            }
-            let short_message = OctetString::from_vec(body)
-                .map_err(|e| format!("part {} too long: {e:?}", i + 1))?;
-            out.push(SubmitSm::new(
-                ServiceType::default(),
-                src_ton,
-                src_npi,
-                source.clone(),
-                dest_ton,
-                dest_npi,
-                destination.clone(),
-                esm,
-                0,
-                PriorityFlag::from(0x00),
-                EmptyOrFullCOctetString::empty(),
-                EmptyOrFullCOctetString::empty(),
-                // A receipt on the final outcome, success or failure.
-                RegisteredDelivery::from(0x01),
-                ReplaceIfPresentFlag::from(0x00),
-                DataCoding::from(coding),
-                0,
-                short_message,
-                tlvs,
-            ));
-        }
-        Ok(out)
-    }
-}
-
-/// Statuses that say "later", not "never".
-fn is_transient(status: CommandStatus) -> bool {
-    matches!(
-        status,
-        CommandStatus::EsmeRthrottled
-            | CommandStatus::EsmeRmsgqful
-            | CommandStatus::EsmeRsyserr
-            | CommandStatus::EsmeRxTAppn
-    )
-}
-
-/// TON, NPI and digits of an address: `+` and digits are international E.164, other digits
-/// national, anything else alphanumeric.
-fn address(addr: &str) -> (Ton, Npi, String) {
-    if let Some(digits) = addr.strip_prefix('+')
-        && !digits.is_empty()
-        && digits.bytes().all(|b| b.is_ascii_digit())
-    {
-        return (Ton::International, Npi::Isdn, digits.to_owned());
-    }
-    if !addr.is_empty() && addr.bytes().all(|b| b.is_ascii_digit()) {
-        return (Ton::Unknown, Npi::Isdn, addr.to_owned());
-    }
-    (Ton::Alphanumeric, Npi::Unknown, addr.to_owned())
-}
-
-/// The platform's form of an address the SMSC gave: `+` before an international number.
-fn platform_address(addr: &str, ton: Ton) -> String {
-    let international = ton == Ton::International
-        || (ton == Ton::Unknown && addr.len() > 8 && addr.bytes().all(|b| b.is_ascii_digit()));
-    if international && !addr.starts_with('+') {
-        format!("+{addr}")
-    } else {
-        addr.to_owned()
-    }
 }
 
 impl Carrier for Smpp {
@@ -420,164 +306,5 @@ async fn keep_bound(inner: Arc<Inner>, kind: BindKind, deliveries: mpsc::Sender<
             _ = tokio::time::sleep(wait) => {}
         }
         wait = (wait * 2).min(max);
-    }
-}
-
-/// Turns deliveries into events: receipts as they come, SMS once all their parts are in.
-async fn receive_loop(
-    connector: String,
-    mut deliveries: mpsc::Receiver<Delivery>,
-    events: mpsc::Sender<CarrierEvent>,
-) {
-    let mut parts = Reassembly::default();
-    while let Some(Delivery { pdu, answer }) = deliveries.recv().await {
-        let event = match read_delivery(&pdu) {
-            Read::Receipt(receipt) => CarrierEvent::Receipt {
-                connector: connector.clone(),
-                receipt,
-                ack: Ack(vec![answer]),
-            },
-            Read::Sms {
-                from,
-                to,
-                text,
-                part: None,
-            } => CarrierEvent::Inbound {
-                connector: connector.clone(),
-                from,
-                to,
-                text,
-                ack: Ack(vec![answer]),
-            },
-            Read::Sms {
-                from,
-                to,
-                text,
-                part: Some(p),
-            } => match parts.add(&from, &to, p, text, answer) {
-                Some((text, answers)) => CarrierEvent::Inbound {
-                    connector: connector.clone(),
-                    from,
-                    to,
-                    text,
-                    ack: Ack(answers),
-                },
-                None => continue,
-            },
-        };
-        if let Err(mpsc::error::SendError(event)) = events.send(event).await {
-            let ack = match event {
-                CarrierEvent::Receipt { ack, .. } | CarrierEvent::Inbound { ack, .. } => ack,
-            };
-            ack.retry_later();
-        }
-    }
-}
-
-enum Read {
-    Receipt(receipt::Receipt),
-    Sms {
-        from: String,
-        to: String,
-        text: String,
-        part: Option<text::PartOf>,
-    },
-}
-
-fn read_delivery(pdu: &DeliverSm) -> Read {
-    let esm = u8::from(pdu.esm_class);
-    let coding = u8::from(pdu.data_coding);
-    let raw: &[u8] = pdu.short_message().as_ref();
-    let (mut tlv_id, mut tlv_state, mut sar) = (None, None, (None, None, None));
-    let mut payload: Option<Vec<u8>> = None;
-    for tlv in pdu.tlvs() {
-        match tlv.value() {
-            Some(TlvValue::ReceiptedMessageId(id)) => tlv_id = Some(id.as_str().to_owned()),
-            Some(TlvValue::MessageState(s)) => tlv_state = Some(u8::from(*s)),
-            Some(TlvValue::SarMsgRefNum(r)) => sar.0 = Some(*r),
-            Some(TlvValue::SarTotalSegments(t)) => sar.1 = Some(*t),
-            Some(TlvValue::SarSegmentSeqnum(s)) => sar.2 = Some(*s),
-            Some(TlvValue::MessagePayload(p)) => payload = Some(p.value.as_ref().to_vec()),
-            _ => {}
-        }
-    }
-    let raw = payload.as_deref().unwrap_or(raw);
-    // Message type bits: 0x04 SMSC delivery receipt, 0x08 SME acknowledgement, 0x20
-    // intermediate notification.
-    let is_receipt = esm & 0x3C != 0 || tlv_id.is_some();
-    if is_receipt {
-        let text = text::decode(raw, if coding == 0x08 { 0x08 } else { 0x01 });
-        if let Some(r) = receipt::parse(&text, tlv_id.as_deref(), tlv_state) {
-            return Read::Receipt(r);
-        }
-    }
-    let (part, body) = if esm & 0x40 != 0 {
-        text::split_udh(raw)
-    } else {
-        (None, raw)
-    };
-    let part = part.or(match sar {
-        (Some(reference), Some(total), Some(seq)) => Some(text::PartOf {
-            reference,
-            total,
-            seq,
-        }),
-        _ => None,
-    });
-    Read::Sms {
-        from: platform_address(pdu.source_addr.as_str(), pdu.source_addr_ton),
-        to: platform_address(pdu.destination_addr.as_str(), pdu.dest_addr_ton),
-        text: text::decode(body, coding),
-        part,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use dialtone_domain::sms::Encoding;
-
-    #[test]
-    fn addresses() {
-        assert_eq!(
-            address("+33612345678"),
-            (Ton::International, Npi::Isdn, "33612345678".into())
-        );
-        assert_eq!(address("Dialtone").0, Ton::Alphanumeric);
-        assert_eq!(address("36000").0, Ton::Unknown);
-        assert_eq!(
-            platform_address("33612345678", Ton::International),
-            "+33612345678"
-        );
-        assert_eq!(platform_address("36000", Ton::Unknown), "36000");
-    }
-
-    #[tokio::test]
-    async fn parts_carry_udh_or_sar() {
-        let (tx, _rx) = mpsc::channel(1);
-        let mut config = SmppConfig::new("t", "127.0.0.1", 9, "id", "pw");
-        config.reconnect_min_ms = 60_000;
-        let smpp = Smpp::start(config.clone(), tx.clone());
-        let sms = OutboundSms {
-            sid: "s".into(),
-            from: "+447700900000".into(),
-            to: "+33612345678".into(),
-            parts: vec!["a".repeat(153), "b".into()],
-            encoding: Encoding::Gsm,
-            flash: false,
-        };
-        let pdus = smpp.pdus(&sms).unwrap();
-        assert_eq!(pdus.len(), 2);
-        assert_eq!(u8::from(pdus[0].esm_class), 0x40);
-        assert_eq!(&pdus[1].short_message().as_ref()[..6], &[5, 0, 3, 0, 2, 2]);
-        assert_eq!(u8::from(pdus[0].registered_delivery), 1);
-        smpp.stop().await;
-        config.concatenation = Concatenation::Sar;
-        let sar = Smpp::start(config, tx);
-        let pdus = sar.pdus(&sms).unwrap();
-        assert_eq!(u8::from(pdus[0].esm_class), 0);
-        assert_eq!(pdus[0].tlvs().len(), 3);
-        assert_eq!(pdus[1].short_message().as_ref(), b"b");
-        sar.stop().await;
     }
 }

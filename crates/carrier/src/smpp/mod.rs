@@ -11,9 +11,11 @@
 
 mod config;
 mod connector;
+mod delivery;
 mod reassembly;
 pub mod receipt;
 mod session;
+mod submit;
 pub mod text;
 
 pub use config::{BindMode, Concatenation, SmppConfig};

@@ -39,10 +39,15 @@ pub fn status_of_state(state: u8) -> SmsStatus {
 /// Reads a receipt from the short message text and the TLVs a `deliver_sm` carried; the
 /// TLVs win where both are present. None when neither names a message id.
 pub fn parse(text: &str, tlv_id: Option<&str>, tlv_state: Option<u8>) -> Option<Receipt> {
+    let lower = text.to_ascii_lowercase();
+    // `name:` at the start or after a space (so `id:` is not found inside another word).
     let field = |name: &str| -> Option<&str> {
-        let lower = text.to_ascii_lowercase();
-        let start = lower.find(&format!("{name}:"))? + name.len() + 1;
-        let rest = &text[start..];
+        let key = format!("{name}:");
+        let at = lower
+            .match_indices(&key)
+            .map(|(i, _)| i)
+            .find(|&i| i == 0 || lower.as_bytes()[i - 1] == b' ')?;
+        let rest = text.get(at + key.len()..)?;
         Some(rest.split_whitespace().next().unwrap_or(""))
     };
     let message_id = tlv_id
@@ -117,6 +122,7 @@ mod tests {
             SmsStatus::RemoteQueued
         );
         assert!(parse("hello there", None, None).is_none());
+        assert!(parse("msgid:5 stat:DELIVRD", None, None).is_none());
     }
 
     #[test]
