@@ -64,6 +64,14 @@ async fn submit(app: &TestApp, acct: &TestAccount, to: &str, body: &str) -> Stri
     sms["sid"].as_str().unwrap().to_owned()
 }
 
+/// The text of a GSM short message whose characters are all ASCII letters and punctuation
+/// that GSM 03.38 codes alike.
+fn hex_text(hex: &str) -> String {
+    (0..hex.len() / 2)
+        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_or('?', char::from))
+        .collect()
+}
+
 async fn sms_through_smpp(backend: Backend) {
     let Some(mut smsc) = TestSmsc::start("sms_through_smpp").await else {
         return;
@@ -128,9 +136,19 @@ async fn sms_through_smpp(backend: Backend) {
     app.tick().await;
     assert_eq!(fetch(&app, &acct, &sim).await["status"], "pending");
 
-    // Inbound: a two-part SMS to the account's number, sms.mo, stored as received.
+    // Inbound: a two-part SMS to the account's number: stored as received, sms.mo, and the
+    // attached scenario's reply leaves through the connector (+33 is routed there).
     let number = buy(&app, &acct, "country=GB&type=mobile").await;
-    smsc.send(json!({"cmd": "mo", "from": "+33612345678", "to": number,
+    let reply = "branches:\n  inbound-sms:\n    actions:\n      - action: sms@v1\n        params: {to: [\"${{ sms.fromNumber }}\"], body: \"Thanks: ${{ sms.bodyText }}\"}\n";
+    let scenario = crate::actions::scenario(&app, &acct, reply).await;
+    let (status, _) = send(app.req(
+        &acct,
+        Method::PUT,
+        &format!("/v2.0/numbers/{number}/scenario/{scenario}"),
+    ))
+    .await;
+    assert!(status.is_success());
+    smsc.send(json!({"cmd": "mo", "from": "+33612345670", "to": number,
         "text": "Bonjour from the network", "parts": 2}))
         .await;
     for _ in 0..2 {
@@ -139,7 +157,21 @@ async fn sms_through_smpp(backend: Backend) {
     let mo = app.events(&acct.sid, "sms.mo").await;
     assert_eq!(mo.len(), 1, "stored before the last part was acknowledged");
     assert_eq!(mo[0]["text"], "Bonjour from the network");
-    assert_eq!(mo[0]["from"], "+33612345678");
+    assert_eq!(mo[0]["from"], "+33612345670");
+    app.tick().await; // the scenario runs and sends its reply
+    app.tick().await; // the reply is submitted
+    let submitted = loop {
+        let s = smsc.expect("submit").await;
+        if s["dest"] == "33612345670" {
+            break s;
+        }
+    };
+    let text = hex_text(submitted["sm"].as_str().unwrap());
+    assert_eq!(text, "Thanks: Bonjour from the network");
+    assert_eq!(
+        submitted["src"], "447700900000",
+        "no FR number on the account: the shared sender"
+    );
 
     // Bind down: the SMS waits in the database, then leaves once bound again.
     smsc.kill().await;
