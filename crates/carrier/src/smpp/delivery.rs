@@ -42,12 +42,12 @@ pub(crate) async fn receive_loop(
                 text,
                 part: Some(p),
             } => match parts.add(&from, &to, p, text, answer) {
-                Some((text, answers)) => CarrierEvent::Inbound {
+                Some((text, last)) => CarrierEvent::Inbound {
                     connector: connector.clone(),
                     from,
                     to,
                     text,
-                    ack: Ack(answers),
+                    ack: Ack(vec![last]),
                 },
                 None => continue,
             },

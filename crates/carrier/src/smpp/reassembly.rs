@@ -20,7 +20,6 @@ type Key = (String, String, u16, u8);
 
 struct Waiting {
     parts: Vec<Option<String>>,
-    answers: Vec<Answer>,
     since: Instant,
 }
 
@@ -31,8 +30,8 @@ pub(crate) struct Reassembly {
 }
 
 impl Reassembly {
-    /// Adds a part; returns the whole text and every part's answer
-    /// when this part completes the message.
+    /// Adds a part; returns the whole text and this part's answer when it completes the
+    /// message (earlier parts are answered here, on arrival).
     pub fn add(
         &mut self,
         from: &str,
@@ -40,7 +39,7 @@ impl Reassembly {
         part: PartOf,
         text: String,
         answer: Answer,
-    ) -> Option<(String, Vec<Answer>)> {
+    ) -> Option<(String, Answer)> {
         let PartOf {
             reference,
             total,
@@ -53,7 +52,6 @@ impl Reassembly {
         let key = (from.to_owned(), to.to_owned(), reference, total);
         let entry = self.waiting.entry(key.clone()).or_insert_with(|| Waiting {
             parts: vec![None; total_n],
-            answers: Vec::new(),
             since: now,
         });
         let index = usize::from(seq.max(1)) - 1;
@@ -61,10 +59,9 @@ impl Reassembly {
             *slot = Some(text);
         }
         if entry.parts.iter().all(Option::is_some) {
-            entry.answers.push(answer);
             let done = self.waiting.remove(&key)?;
             let text: String = done.parts.into_iter().flatten().collect();
-            return Some((text, done.answers));
+            return Some((text, answer));
         }
         answer.send(rusmpp::CommandStatus::EsmeRok);
         None
