@@ -423,3 +423,106 @@ async fn throughput_paces_and_a_long_backlog_waits_in_the_database() {
     }
     slow.stop().await;
 }
+
+/// A CA and a `localhost` certificate it signed, made with the openssl command; None (after
+/// printing SKIPPED) without it.
+fn test_certificates(dir: &std::path::Path) -> Option<()> {
+    let run = |args: &[&str]| {
+        std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    std::fs::write(
+        dir.join("ext.cnf"),
+        "subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\n",
+    )
+    .ok()?;
+    let made = run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=dialtone test CA",
+    ]) && run(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "leaf.key",
+        "-out",
+        "leaf.csr",
+        "-subj",
+        "/CN=localhost",
+    ]) && run(&[
+        "x509",
+        "-req",
+        "-in",
+        "leaf.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "leaf.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "ext.cnf",
+    ]);
+    if !made {
+        eprintln!("SKIPPED tls_bind: the openssl command is needed to make test certificates");
+        return None;
+    }
+    Some(())
+}
+
+#[tokio::test]
+async fn tls_bind_with_a_private_ca() {
+    let dir = std::env::temp_dir().join(format!("dialtone-smpp-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    if test_certificates(&dir).is_none() {
+        return;
+    }
+    let tls_port = smsc::free_port();
+    let extra = [
+        "--tls".to_owned(),
+        tls_port.to_string(),
+        dir.join("leaf.pem").display().to_string(),
+        dir.join("leaf.key").display().to_string(),
+    ];
+    let Some(mut smsc) = TestSmsc::start_with("tls_bind", smsc::free_port(), &extra).await else {
+        return;
+    };
+    let mut c = config(tls_port);
+    c.host = "localhost".into();
+    c.tls = true;
+    // Without the private CA the certificate is not trusted: no bind.
+    let (tx, _rx) = mpsc::channel(4);
+    let untrusted = Smpp::start(c.clone(), tx);
+    assert!(!untrusted.wait_bound(Duration::from_millis(1500)).await);
+    untrusted.stop().await;
+    c.tls_ca_file = Some(dir.join("ca.pem").display().to_string());
+    let (smpp, mut rx) = connect(c).await;
+    smsc.expect("bound").await;
+    let a = smpp
+        .submit(&sms("+33600000000", "over TLS"))
+        .await
+        .expect("accepted");
+    assert_eq!(receipt(&mut rx).await.0, a.message_ids[0]);
+    smpp.stop().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

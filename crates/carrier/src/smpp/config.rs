@@ -50,6 +50,9 @@ pub struct SmppConfig {
     /// Connect over TLS (the host name is checked against the web's root certificates).
     #[serde(default)]
     pub tls: bool,
+    /// A PEM file of more trusted roots for TLS (an operator's private CA).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_ca_file: Option<String>,
     /// Most `submit_sm` per second (0: no limit).
     #[serde(default = "default_throughput")]
     pub throughput: u32,
@@ -110,6 +113,7 @@ impl SmppConfig {
             system_type: String::new(),
             bind: BindMode::Transceiver,
             tls: false,
+            tls_ca_file: None,
             throughput: default_throughput(),
             window: default_window(),
             concatenation: Concatenation::Udh,

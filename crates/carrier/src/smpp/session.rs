@@ -97,7 +97,22 @@ async fn connect_io(config: &SmppConfig) -> Result<Box<dyn Io>, SessionError> {
         return Ok(Box::new(tcp));
     }
     use tokio_rustls::rustls;
-    let roots = rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    let mut roots =
+        rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if let Some(path) = config.tls_ca_file.clone() {
+        use rustls::pki_types::CertificateDer;
+        use rustls::pki_types::pem::PemObject;
+        let pem = tokio::task::spawn_blocking(move || std::fs::read(path))
+            .await
+            .map_err(|e| SessionError::Connect(e.to_string()))?
+            .map_err(|e| SessionError::Connect(format!("tls_ca_file: {e}")))?;
+        for cert in CertificateDer::pem_slice_iter(&pem) {
+            let cert = cert.map_err(|e| SessionError::Connect(format!("tls_ca_file: {e}")))?;
+            roots
+                .add(cert)
+                .map_err(|e| SessionError::Connect(format!("tls_ca_file: {e}")))?;
+        }
+    }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let tls = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()

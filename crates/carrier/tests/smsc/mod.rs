@@ -43,6 +43,11 @@ impl TestSmsc {
 
     /// Starts the SMSC on `port`.
     pub async fn start_on(test: &str, port: u16) -> Option<Self> {
+        Self::start_with(test, port, &[]).await
+    }
+
+    /// Starts the SMSC on `port` with more arguments for smsc.py.
+    pub async fn start_with(test: &str, port: u16, extra: &[String]) -> Option<Self> {
         let probe = Command::new(python())
             .args(["-c", "import smpp34"])
             .stdout(Stdio::null())
@@ -67,6 +72,7 @@ impl TestSmsc {
         let mut child = Command::new(python())
             .arg(&script)
             .arg(port.to_string())
+            .args(extra)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true)

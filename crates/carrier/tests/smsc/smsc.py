@@ -11,7 +11,9 @@ decides what the SMSC answers, by the destination's last digit:
 
 Reports one JSON object per line on stdout; takes JSON commands on stdin:
   {"cmd": "mo", "from": "...", "to": "...", "text": "...", "parts": 1, "mode": "udh"|"sar"}
-Usage: python3 smsc.py PORT [--quiet]   (--quiet: no report per submit, for benchmarks)
+Usage: python3 smsc.py PORT [--quiet] [--tls TLSPORT CERT KEY]
+  --quiet: no report per submit (benchmarks)
+  --tls: also accept TLS on TLSPORT (Python's ssl), relayed to the SMPP server
 """
 
 import asyncio
@@ -159,9 +161,30 @@ class Smsc:
                 return
 
 
+async def relay(reader, writer, port):
+    up_reader, up_writer = await asyncio.open_connection("127.0.0.1", port)
+
+    async def pipe(r, w):
+        try:
+            while data := await r.read(65536):
+                w.write(data)
+                await w.drain()
+        finally:
+            w.close()
+
+    await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer), return_exceptions=True)
+
+
 async def main(port):
     smsc = Smsc(port)
     await smsc.server.start()
+    if "--tls" in sys.argv:
+        import ssl
+        i = sys.argv.index("--tls")
+        tls_port, cert, key = int(sys.argv[i + 1]), sys.argv[i + 2], sys.argv[i + 3]
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        await asyncio.start_server(lambda r, w: relay(r, w, port), "127.0.0.1", tls_port, ssl=context)
     out(ev="ready", port=port)
     events = asyncio.create_task(smsc.events())
     await smsc.commands()
