@@ -153,6 +153,11 @@ fn apply_receipt(
     let Some(part) = sms_parts::find(c, network, &forms)? else {
         return Ok(false);
     };
+    // A late intermediate receipt (ENROUTE after DELIVRD) never undoes a final one.
+    let settled = SmsStatus::parse(&part.status).is_some_and(SmsStatus::is_final);
+    if settled && !r.status.is_final() {
+        return Ok(true);
+    }
     sms_parts::set_status(c, part.id, r.status.as_str(), &r.detail, now)?;
     let Some(sms) = store::by_id(c, part.sms_id)? else {
         return Ok(true);
