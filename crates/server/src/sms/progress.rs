@@ -4,11 +4,11 @@
 //! A `created` SMS is leased before it is submitted (its `next_at` moves 30 s ahead), so a
 //! second node skips it, and a node that dies mid-submission loses nothing: the lease ends
 //! and another node submits it (delivery to the carrier is at least once). A network that
-//! refuses for now (an SMPP bind down, throttling) leaves the SMS `created`, due again later.
+//! refuses for now (an SMPP bind down, throttling) leaves the SMS as it is, due again later.
 //!
 //! The simulated network's statuses follow a known timetable, applied here when due. A real
-//! network's (SMPP) SMS becomes `pending` then `sent` when the SMSC takes every part; its
-//! receipts move it on (`carrier_events`).
+//! network's (SMPP) SMS becomes `pending` when first handed to it, `sent` when the SMSC took
+//! every part; its receipts move it on (`carrier_events`).
 
 use std::collections::HashMap;
 
@@ -86,6 +86,15 @@ pub(crate) fn apply(
     Ok(())
 }
 
+/// Whether the SMS goes through a real network (its statuses come from the network, not
+/// from a timetable).
+fn is_real(state: &AppState, sms: &Sms) -> bool {
+    state
+        .carrier
+        .next_status(&sms.to, SmsStatus::Pending)
+        .is_none()
+}
+
 /// Handles the SMS work that is due; returns how many SMS moved or were submitted.
 pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
     let now = state.clock.now();
@@ -96,9 +105,16 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
             let mut modes = Modes::default();
             let mut submit = Vec::new();
             let mut moved = 0;
-            for sms in store::due(c, now, BATCH)? {
+            for mut sms in store::due(c, now, BATCH)? {
                 let current = SmsStatus::parse(&sms.status).unwrap_or(SmsStatus::Created);
-                if current == SmsStatus::Created {
+                // A real network's SMS is pending from its first submission until the SMSC
+                // takes it (a pending one that is due waits for a retry).
+                let real = is_real(&st, &sms);
+                if current == SmsStatus::Created || (current == SmsStatus::Pending && real) {
+                    if current == SmsStatus::Created && real {
+                        apply(c, &st, &mut modes, &sms, SmsStatus::Pending, "", now)?;
+                        sms.status = SmsStatus::Pending.as_str().to_owned();
+                    }
                     c.execute(
                         "UPDATE sms SET next_at = $1 WHERE id = $2",
                         dialtone_store::params![now.plus_ms(LEASE_MS), sms.id],
@@ -158,12 +174,7 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
                             "UPDATE sms SET message_ids = $1 WHERE id = $2",
                             dialtone_store::params![accepted.message_ids.join(","), sms.id],
                         )?;
-                        apply(c, &st, &mut modes, &sms, SmsStatus::Pending, "", now)?;
-                        if st
-                            .carrier
-                            .next_status(&sms.to, SmsStatus::Pending)
-                            .is_none()
-                        {
+                        if sms.status == SmsStatus::Pending.as_str() {
                             // A real network: every part has its submit_sm_resp, so it is
                             // sent; receipts will find it by the network's ids.
                             dialtone_store::sms_parts::insert(
@@ -173,9 +184,9 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
                                 &accepted.message_ids,
                                 now,
                             )?;
-                            let mut pending = sms.clone();
-                            pending.status = SmsStatus::Pending.as_str().to_owned();
-                            apply(c, &st, &mut modes, &pending, SmsStatus::Sent, "", now)?;
+                            apply(c, &st, &mut modes, &sms, SmsStatus::Sent, "", now)?;
+                        } else {
+                            apply(c, &st, &mut modes, &sms, SmsStatus::Pending, "", now)?;
                         }
                     }
                     Err(rejected) if rejected.permanent => {

@@ -185,7 +185,11 @@ async fn sms_through_smpp(backend: Backend) {
     }
     let waiting = submit(&app, &acct, "+33600000007", "while the bind is down").await;
     app.tick().await;
-    assert_eq!(fetch(&app, &acct, &waiting).await["status"], "created");
+    let sms = fetch(&app, &acct, &waiting).await;
+    assert_eq!(
+        sms["status"], "pending",
+        "handed to the network, kept while it is down"
+    );
     let Some(_again) = TestSmsc::start_on("sms_through_smpp", port).await else {
         return;
     };
