@@ -495,6 +495,7 @@ async fn tls_bind_with_a_private_ca() {
     let dir = std::env::temp_dir().join(format!("dialtone-smpp-tls-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     if test_certificates(&dir).is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
         return;
     }
     let tls_port = smsc::free_port();
@@ -505,6 +506,7 @@ async fn tls_bind_with_a_private_ca() {
         dir.join("leaf.key").display().to_string(),
     ];
     let Some(mut smsc) = TestSmsc::start_with("tls_bind", smsc::free_port(), &extra).await else {
+        let _ = std::fs::remove_dir_all(&dir);
         return;
     };
     let mut c = config(tls_port);
