@@ -2,16 +2,20 @@
 //!
 //! A network implements [`Carrier`]. The simulated network ([`Simulated`]) is the embedded
 //! default: it needs no connection and decides every outcome from the destination number,
-//! so developers get realistic, repeatable status progressions on a laptop. This crate owns
-//! the protocol side only; storing statuses and emitting events is the server's job.
+//! so developers get realistic, repeatable status progressions on a laptop. Operators bind
+//! real SMSCs with [`smpp::Smpp`]; [`Routes`] picks the network of each destination. This
+//! crate owns the protocol side only; storing statuses and emitting events is the server's job.
 
+mod routes;
 mod simulated;
+pub mod smpp;
 
 use std::future::Future;
 use std::pin::Pin;
 
 use dialtone_domain::sms::{Encoding, SmsStatus};
 
+pub use routes::Routes;
 pub use simulated::{CallOutcome, Simulated};
 
 /// An SMS as handed to a network.
@@ -36,6 +40,8 @@ pub struct OutboundSms {
 pub struct Accepted {
     /// The network's ids, one per part, to match delivery receipts.
     pub message_ids: Vec<String>,
+    /// The network (connector) that took it, to match its receipts.
+    pub network: String,
 }
 
 /// The network refused the SMS.
@@ -54,6 +60,13 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub trait Carrier: Send + Sync + 'static {
     /// Stable name of this carrier (stored with each SMS it carries).
     fn name(&self) -> &str;
+
+    /// The name of the network that carries SMS to `to` (differs from [`Carrier::name`] only
+    /// for [`Routes`]).
+    fn network_for(&self, to: &str) -> String {
+        let _ = to;
+        self.name().to_owned()
+    }
 
     /// Hands an SMS to the network (the status becomes `pending` when accepted).
     fn submit<'a>(&'a self, sms: &'a OutboundSms) -> BoxFuture<'a, Result<Accepted, Rejected>>;

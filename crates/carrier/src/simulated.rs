@@ -82,6 +82,7 @@ impl Carrier for Simulated {
                 message_ids: (0..sms.parts.len())
                     .map(|i| format!("{}-{}", sms.sid, i + 1))
                     .collect(),
+                network: "simulated".to_owned(),
             })
         };
         Box::pin(std::future::ready(outcome))

@@ -36,6 +36,11 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/admin/inventory", post(import_inventory))
         .route("/admin/rates", post(import_rates))
         .route(
+            "/admin/smpp",
+            get(crate::admin_smpp::list).post(crate::admin_smpp::add),
+        )
+        .route("/admin/smpp/{name}", delete(crate::admin_smpp::remove))
+        .route(
             "/admin/accounts/{sid}/senders",
             post(approve_sender).get(list_senders),
         )

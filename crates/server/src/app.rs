@@ -9,6 +9,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use dialtone_carrier::Simulated;
+use dialtone_carrier::smpp::SmppConfig;
 use dialtone_domain::Clock;
 use dialtone_store::{Store, StoreOptions, migrate};
 use tokio::net::TcpListener;
@@ -16,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::metrics::Metrics;
+use crate::networks::{Networks, Source};
 use crate::state::AppState;
 use crate::{
     admin, billing, http, jsonrpc, numbers, ops, rest11, sandbox, scenarios, v2, webhooks, workers,
@@ -43,13 +45,21 @@ impl Application {
             config.public_url = Some(format!("http://{addr}"));
         }
         let simulated = Arc::new(Simulated::new(config.sim_step_ms));
+        let mut connectors: Vec<(SmppConfig, Source)> = config
+            .smpp
+            .iter()
+            .map(|c| (c.clone(), Source::File))
+            .collect();
+        connectors.extend(admin_connectors(&store, &config.smpp).await?);
+        let (networks, carrier_events) = Networks::start(&connectors, simulated.clone());
         let http = webhooks::delivery::client(config.webhook_timeout_ms);
         let state = AppState {
             store,
             clock,
             config: Arc::new(config),
             metrics: Arc::new(Metrics::default()),
-            carrier: simulated.clone(),
+            carrier: networks.clone(),
+            networks,
             simulated: Some(simulated),
             wake: Arc::new(tokio::sync::Notify::new()),
             http,
@@ -62,6 +72,11 @@ impl Application {
             numbers::inventory::load_default_if_empty(&state.store).await?;
         }
         billing::rates::load_default_if_empty(&state.store).await?;
+        // Receipts and inbound SMS come when a network sends them, workers or not.
+        tokio::spawn(crate::sms::carrier_events::run(
+            state.clone(),
+            carrier_events,
+        ));
         let router = router(state.clone());
         Ok(Self {
             listener,
@@ -103,9 +118,37 @@ impl Application {
         if let Some(w) = worker {
             let _ = w.await;
         }
+        // Unbind politely: the SMSCs keep what they have not delivered for the next bind.
+        for (connector, _) in self.state.networks.connectors() {
+            connector.stop().await;
+        }
         served?;
         Ok(())
     }
+}
+
+/// The SMPP connectors added through `/admin` (a name the file also uses is the file's).
+async fn admin_connectors(
+    store: &Store,
+    from_file: &[SmppConfig],
+) -> anyhow::Result<Vec<(SmppConfig, Source)>> {
+    let rows = store
+        .read(dialtone_store::sms_parts::connectors)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot read the SMPP connectors: {e}"))?;
+    let mut out = Vec::new();
+    for (name, json) in rows {
+        if from_file.iter().any(|c| c.name == name) {
+            continue;
+        }
+        match serde_json::from_str::<SmppConfig>(&json) {
+            Ok(c) => out.push((c, Source::Admin)),
+            Err(e) => {
+                tracing::error!(%name, error = %e, "smpp: stored connector unreadable, skipped")
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Opens the configured database and applies pending migrations.

@@ -285,6 +285,9 @@ impl Settings {
         if let Some(n) = self.rate_burst.or(file.rate_burst) {
             config.rate_burst = n.clamp(0, 1_000_000);
         }
+        if let Some(connectors) = file.smpp {
+            config.smpp = connectors;
+        }
         config.validate()?;
         Ok(config)
     }

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use dialtone_carrier::smpp::SmppConfig;
 use dialtone_store::{DatabaseUrl, Synchronous};
 use serde::Deserialize;
 
@@ -72,6 +73,9 @@ pub struct Config {
     pub header_timeout_ms: u64,
     /// How long a request body may stall before the request is refused.
     pub body_timeout_ms: u64,
+    /// SMPP connectors (`[[smpp]]` tables of the TOML file); none: every SMS goes to the
+    /// simulated network.
+    pub smpp: Vec<SmppConfig>,
 }
 
 /// Settings a TOML file may hold (the same names as the flags, with underscores).
@@ -114,6 +118,8 @@ pub struct FileConfig {
     pub rate_limit: Option<i64>,
     /// See [`Config::rate_burst`].
     pub rate_burst: Option<i64>,
+    /// See [`Config::smpp`].
+    pub smpp: Option<Vec<SmppConfig>>,
 }
 
 impl FileConfig {
@@ -160,6 +166,7 @@ impl Config {
             rate_burst: 0,
             header_timeout_ms: 30_000,
             body_timeout_ms: 60_000,
+            smpp: Vec::new(),
         }
     }
 
@@ -188,6 +195,65 @@ impl Config {
         {
             anyhow::bail!("--admin-token must be at least 16 characters");
         }
-        Ok(())
+        validate_smpp(&self.smpp)
+    }
+}
+
+/// Each connector valid, names unique, at most one default.
+pub fn validate_smpp(connectors: &[SmppConfig]) -> anyhow::Result<()> {
+    for (i, c) in connectors.iter().enumerate() {
+        c.validate().map_err(|e| anyhow::anyhow!(e))?;
+        if connectors[..i].iter().any(|o| o.name == c.name) {
+            anyhow::bail!("two SMPP connectors are named {}", c.name);
+        }
+    }
+    if connectors.iter().filter(|c| c.default).count() > 1 {
+        anyhow::bail!("at most one SMPP connector may be the default");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn smpp_connectors_from_toml() {
+        let file: FileConfig = toml::from_str(
+            r#"
+            [[smpp]]
+            name = "operator-a"
+            host = "smsc.example.net"
+            port = 2775
+            system_id = "dialtone"
+            password = "secret"
+            bind = "transmitter-receiver"
+            tls = true
+            throughput = 20
+            window = 5
+            concatenation = "sar"
+            prefixes = ["+33"]
+
+            [[smpp]]
+            name = "operator-b"
+            host = "10.0.0.2"
+            port = 2776
+            system_id = "dt"
+            default = true
+            "#,
+        )
+        .expect("parses");
+        let smpp = file.smpp.expect("connectors");
+        assert_eq!(smpp.len(), 2);
+        assert_eq!(smpp[0].window, 5);
+        assert_eq!(smpp[1].throughput, 50, "default throughput");
+        assert!(validate_smpp(&smpp).is_ok());
+        let mut twice = smpp.clone();
+        twice[1].name = "operator-a".into();
+        assert!(validate_smpp(&twice).is_err());
+        let mut defaults = smpp.clone();
+        defaults[0].default = true;
+        assert!(validate_smpp(&defaults).is_err());
+        assert!(toml::from_str::<FileConfig>("[[smpp]]\nname = \"x\"\nhostname = \"y\"").is_err());
     }
 }

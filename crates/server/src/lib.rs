@@ -5,6 +5,7 @@
 //! Business rules live in `dialtone-domain`; SQL lives in `dialtone-store`.
 
 pub mod admin;
+pub mod admin_smpp;
 pub mod app;
 pub mod billing;
 pub mod bootstrap;
@@ -14,6 +15,7 @@ pub mod http;
 pub mod jsonrpc;
 pub mod media;
 pub mod metrics;
+pub mod networks;
 pub mod numbers;
 pub mod ops;
 pub mod provisioning;

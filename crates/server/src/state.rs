@@ -23,6 +23,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// The network outbound SMS leave through.
     pub carrier: Arc<dyn Carrier>,
+    /// The networks behind `carrier`: the SMPP connectors and their routes.
+    pub networks: Arc<crate::networks::Networks>,
     /// The simulated network, when it is the one in use (enables `/sandbox`).
     pub simulated: Option<Arc<Simulated>>,
     /// Wakes the background workers when new work is committed.

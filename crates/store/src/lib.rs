@@ -24,6 +24,7 @@ pub mod runs;
 pub mod scenarios;
 pub mod search;
 pub mod sms;
+pub mod sms_parts;
 pub mod sql;
 mod sqlite;
 pub mod tasks;

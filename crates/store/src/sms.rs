@@ -170,6 +170,16 @@ pub fn get(conn: &mut dyn Conn, account_id: i64, sid: &Sid) -> Result<Option<Sms
     .transpose()
 }
 
+/// An SMS by its internal key.
+pub fn by_id(conn: &mut dyn Conn, id: i64) -> Result<Option<Sms>, DbError> {
+    conn.query_opt(
+        &format!("SELECT {COLUMNS} FROM sms WHERE id = $1"),
+        params![id],
+    )?
+    .map(|r| from_row(&r))
+    .transpose()
+}
+
 /// One status move.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StatusChange {

@@ -1,6 +1,7 @@
 //! SMS as use cases shared by every interface (v2.0, JSON-RPC, SMS REST v1.1, scenarios):
 //! send, receive, and the events they cause, each in one transaction.
 
+pub mod carrier_events;
 pub mod legacy;
 pub mod progress;
 
@@ -64,7 +65,7 @@ pub async fn send(state: &AppState, account: &Account, out: Outgoing) -> ApiResu
     let text = layout(&body, out.encoding).map_err(|e| text_error(&e))?;
     let (now, account_id, parent_id) = (state.clock.now(), account.id, account.parent_id);
     let shared_sender = state.config.shared_sender.clone();
-    let carrier = state.carrier.name().to_owned();
+    let carrier = state.carrier.network_for(out.to.as_str());
     let sms = state
         .store
         .write(move |c| {

@@ -3,7 +3,12 @@
 //!
 //! A `created` SMS is leased before it is submitted (its `next_at` moves 30 s ahead), so a
 //! second node skips it, and a node that dies mid-submission loses nothing: the lease ends
-//! and another node submits it (delivery to the carrier is at least once).
+//! and another node submits it (delivery to the carrier is at least once). A network that
+//! refuses for now (an SMPP bind down, throttling) leaves the SMS as it is, due again later.
+//!
+//! The simulated network's statuses follow a known timetable, applied here when due. A real
+//! network's (SMPP) SMS becomes `pending` when first handed to it, `sent` when the SMSC took
+//! every part; its receipts move it on (`carrier_events`).
 
 use std::collections::HashMap;
 
@@ -27,7 +32,7 @@ const RETRY_MS: i64 = 10_000;
 
 /// Billing modes of the accounts seen in one batch (for the events' `b_customer_mode`).
 #[derive(Default)]
-struct Modes(HashMap<i64, String>);
+pub(crate) struct Modes(HashMap<i64, String>);
 
 impl Modes {
     fn of(&mut self, c: &mut dyn Conn, account_id: i64) -> Result<String, ApiError> {
@@ -45,7 +50,7 @@ impl Modes {
 
 /// Moves `sms` to `next`, schedules what follows, emits the event; on delivery to a number of
 /// this platform, the owner receives it as an inbound SMS.
-fn apply(
+pub(crate) fn apply(
     c: &mut dyn Conn,
     state: &AppState,
     modes: &mut Modes,
@@ -81,6 +86,15 @@ fn apply(
     Ok(())
 }
 
+/// Whether the SMS goes through a real network (its statuses come from the network, not
+/// from a timetable).
+fn is_real(state: &AppState, sms: &Sms) -> bool {
+    state
+        .carrier
+        .next_status(&sms.to, SmsStatus::Pending)
+        .is_none()
+}
+
 /// Handles the SMS work that is due; returns how many SMS moved or were submitted.
 pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
     let now = state.clock.now();
@@ -91,9 +105,16 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
             let mut modes = Modes::default();
             let mut submit = Vec::new();
             let mut moved = 0;
-            for sms in store::due(c, now, BATCH)? {
+            for mut sms in store::due(c, now, BATCH)? {
                 let current = SmsStatus::parse(&sms.status).unwrap_or(SmsStatus::Created);
-                if current == SmsStatus::Created {
+                // A real network's SMS is pending from its first submission until the SMSC
+                // takes it (a pending one that is due waits for a retry).
+                let real = is_real(&st, &sms);
+                if current == SmsStatus::Created || (current == SmsStatus::Pending && real) {
+                    if current == SmsStatus::Created && real {
+                        apply(c, &st, &mut modes, &sms, SmsStatus::Pending, "", now)?;
+                        sms.status = SmsStatus::Pending.as_str().to_owned();
+                    }
                     c.execute(
                         "UPDATE sms SET next_at = $1 WHERE id = $2",
                         dialtone_store::params![now.plus_ms(LEASE_MS), sms.id],
@@ -121,8 +142,8 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
     if to_submit.is_empty() {
         return Ok(moved);
     }
-    let mut outcomes = Vec::with_capacity(to_submit.len());
-    for sms in to_submit {
+    // Submitted together: a connector's window and throughput pace them, not this loop.
+    let submissions = to_submit.into_iter().map(|sms| async move {
         let encoding = Encoding::parse(&sms.encoding).unwrap_or(Encoding::Unicode);
         let parts = layout(&sms.body, Some(encoding))
             .map(|l| l.parts)
@@ -136,8 +157,9 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
             flash: sms.flash,
         };
         let outcome = state.carrier.submit(&outbound).await;
-        outcomes.push((sms, outcome));
-    }
+        (sms, outcome)
+    });
+    let outcomes = futures_util::future::join_all(submissions).await;
     let submitted = outcomes.len();
     let st = state.clone();
     let now = state.clock.now();
@@ -152,7 +174,20 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
                             "UPDATE sms SET message_ids = $1 WHERE id = $2",
                             dialtone_store::params![accepted.message_ids.join(","), sms.id],
                         )?;
-                        apply(c, &st, &mut modes, &sms, SmsStatus::Pending, "", now)?;
+                        if sms.status == SmsStatus::Pending.as_str() {
+                            // A real network: every part has its submit_sm_resp, so it is
+                            // sent; receipts will find it by the network's ids.
+                            dialtone_store::sms_parts::insert(
+                                c,
+                                sms.id,
+                                &accepted.network,
+                                &accepted.message_ids,
+                                now,
+                            )?;
+                            apply(c, &st, &mut modes, &sms, SmsStatus::Sent, "", now)?;
+                        } else {
+                            apply(c, &st, &mut modes, &sms, SmsStatus::Pending, "", now)?;
+                        }
                     }
                     Err(rejected) if rejected.permanent => {
                         apply(

@@ -19,6 +19,7 @@ mod receiver;
 mod recordings;
 mod sdk;
 mod slow_clients;
+mod smpp;
 mod sms;
 mod tasks;
 mod webhooks;

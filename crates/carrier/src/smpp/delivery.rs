@@ -1,0 +1,120 @@
+//! What arrives: each `deliver_sm` read as a receipt or as (a part of) an SMS, and turned
+//! into a [`CarrierEvent`] once the SMS is whole.
+
+use rusmpp::pdus::DeliverSm;
+use rusmpp::tlvs::TlvValue;
+use tokio::sync::mpsc;
+
+use super::reassembly::Reassembly;
+use super::session::Delivery;
+use super::submit::platform_address;
+use super::{Ack, CarrierEvent, receipt, text};
+
+/// Turns deliveries into events: receipts as they come, SMS once all their parts are in.
+pub(crate) async fn receive_loop(
+    connector: String,
+    mut deliveries: mpsc::Receiver<Delivery>,
+    events: mpsc::Sender<CarrierEvent>,
+) {
+    let mut parts = Reassembly::default();
+    while let Some(Delivery { pdu, answer }) = deliveries.recv().await {
+        let event = match read_delivery(&pdu) {
+            Read::Receipt(receipt) => CarrierEvent::Receipt {
+                connector: connector.clone(),
+                receipt,
+                ack: Ack(vec![answer]),
+            },
+            Read::Sms {
+                from,
+                to,
+                text,
+                part: None,
+            } => CarrierEvent::Inbound {
+                connector: connector.clone(),
+                from,
+                to,
+                text,
+                ack: Ack(vec![answer]),
+            },
+            Read::Sms {
+                from,
+                to,
+                text,
+                part: Some(p),
+            } => match parts.add(&from, &to, p, text, answer) {
+                Some((text, last)) => CarrierEvent::Inbound {
+                    connector: connector.clone(),
+                    from,
+                    to,
+                    text,
+                    ack: Ack(vec![last]),
+                },
+                None => continue,
+            },
+        };
+        if let Err(mpsc::error::SendError(event)) = events.send(event).await {
+            let ack = match event {
+                CarrierEvent::Receipt { ack, .. } | CarrierEvent::Inbound { ack, .. } => ack,
+            };
+            ack.retry_later();
+        }
+    }
+}
+
+enum Read {
+    Receipt(receipt::Receipt),
+    Sms {
+        from: String,
+        to: String,
+        text: String,
+        part: Option<text::PartOf>,
+    },
+}
+
+fn read_delivery(pdu: &DeliverSm) -> Read {
+    let esm = u8::from(pdu.esm_class);
+    let coding = u8::from(pdu.data_coding);
+    let raw: &[u8] = pdu.short_message().as_ref();
+    let (mut tlv_id, mut tlv_state, mut sar) = (None, None, (None, None, None));
+    let mut payload: Option<Vec<u8>> = None;
+    for tlv in pdu.tlvs() {
+        match tlv.value() {
+            Some(TlvValue::ReceiptedMessageId(id)) => tlv_id = Some(id.as_str().to_owned()),
+            Some(TlvValue::MessageState(s)) => tlv_state = Some(u8::from(*s)),
+            Some(TlvValue::SarMsgRefNum(r)) => sar.0 = Some(*r),
+            Some(TlvValue::SarTotalSegments(t)) => sar.1 = Some(*t),
+            Some(TlvValue::SarSegmentSeqnum(s)) => sar.2 = Some(*s),
+            Some(TlvValue::MessagePayload(p)) => payload = Some(p.value.as_ref().to_vec()),
+            _ => {}
+        }
+    }
+    let raw = payload.as_deref().unwrap_or(raw);
+    // Message type bits: 0x04 SMSC delivery receipt, 0x08 SME acknowledgement, 0x20
+    // intermediate notification.
+    let is_receipt = esm & 0x3C != 0 || tlv_id.is_some();
+    if is_receipt {
+        let text = text::decode(raw, if coding == 0x08 { 0x08 } else { 0x01 });
+        if let Some(r) = receipt::parse(&text, tlv_id.as_deref(), tlv_state) {
+            return Read::Receipt(r);
+        }
+    }
+    let (part, body) = if esm & 0x40 != 0 {
+        text::split_udh(raw)
+    } else {
+        (None, raw)
+    };
+    let part = part.or(match sar {
+        (Some(reference), Some(total), Some(seq)) => Some(text::PartOf {
+            reference,
+            total,
+            seq,
+        }),
+        _ => None,
+    });
+    Read::Sms {
+        from: platform_address(pdu.source_addr.as_str(), pdu.source_addr_ton),
+        to: platform_address(pdu.destination_addr.as_str(), pdu.dest_addr_ton),
+        text: text::decode(body, coding),
+        part,
+    }
+}
