@@ -179,7 +179,7 @@ async fn inbound_sms_reassembled() {
     let (smpp, mut rx) = connect(config(smsc.port)).await;
     smsc.expect("bound").await;
     for (text, parts, mode) in [
-        ("Hello platform", 1, "udh"),
+        ("Hello platform", 1usize, "udh"),
         ("A long message in three parts", 3, "udh"),
         ("Deux parties en SAR", 2, "sar"),
         ("Привет из сети", 2, "udh"),
@@ -187,23 +187,40 @@ async fn inbound_sms_reassembled() {
         smsc.send(serde_json::json!({"cmd": "mo", "from": "+33612345678",
             "to": "+447700900123", "text": text, "parts": parts, "mode": mode}))
             .await;
-        match next_event(&mut rx).await {
-            CarrierEvent::Inbound {
-                from,
-                to,
-                text: got,
-                ack,
-                ..
-            } => {
-                assert_eq!(
-                    (from.as_str(), to.as_str()),
-                    ("+33612345678", "+447700900123")
-                );
-                assert_eq!(got, text);
-                ack.accept();
+        // Each part is its own event, answered once the platform has stored it.
+        let mut got = Vec::new();
+        for _ in 0..parts {
+            match next_event(&mut rx).await {
+                CarrierEvent::Inbound {
+                    from,
+                    to,
+                    text: piece,
+                    part,
+                    ack,
+                    ..
+                } => {
+                    assert_eq!(
+                        (from.as_str(), to.as_str()),
+                        ("+33612345678", "+447700900123")
+                    );
+                    match part {
+                        None => {
+                            assert_eq!(parts, 1, "a whole SMS has no part");
+                            got.push((1, piece));
+                        }
+                        Some(p) => {
+                            assert_eq!(usize::from(p.total), parts);
+                            got.push((p.seq, piece));
+                        }
+                    }
+                    ack.accept();
+                }
+                other => panic!("expected an SMS, got {other:?}"),
             }
-            other => panic!("expected an SMS, got {other:?}"),
         }
+        got.sort();
+        let joined: String = got.into_iter().map(|(_, t)| t).collect();
+        assert_eq!(joined, text);
         for _ in 0..parts {
             assert_eq!(
                 smsc.expect("mo-part").await["status"],

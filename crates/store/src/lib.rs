@@ -14,6 +14,7 @@ pub mod deliveries;
 pub mod end_users;
 pub mod events;
 pub mod idempotency;
+pub mod inbound_parts;
 pub mod migrate;
 pub mod numbers;
 mod pool;

@@ -38,6 +38,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(10, "0010_idempotency"),
     migration!(11, "0011_rate_limits"),
     migration!(12, "0012_sms_parts"),
+    migration!(13, "0013_inbound_parts"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

@@ -1,22 +1,21 @@
 //! What arrives: each `deliver_sm` read as a receipt or as (a part of) an SMS, and turned
-//! into a [`CarrierEvent`] once the SMS is whole.
+//! into a [`CarrierEvent`]; parts go to the platform one by one, to be kept in its database
+//! (a part acknowledged to the SMSC must survive a crash).
 
 use rusmpp::pdus::DeliverSm;
 use rusmpp::tlvs::TlvValue;
 use tokio::sync::mpsc;
 
-use super::reassembly::Reassembly;
 use super::session::Delivery;
 use super::submit::platform_address;
 use super::{Ack, CarrierEvent, receipt, text};
 
-/// Turns deliveries into events: receipts as they come, SMS once all their parts are in.
+/// Turns deliveries into events, each answered once the platform has stored it.
 pub(crate) async fn receive_loop(
     connector: String,
     mut deliveries: mpsc::Receiver<Delivery>,
     events: mpsc::Sender<CarrierEvent>,
 ) {
-    let mut parts = Reassembly::default();
     while let Some(Delivery { pdu, answer }) = deliveries.recv().await {
         let event = match read_delivery(&pdu) {
             Read::Receipt(receipt) => CarrierEvent::Receipt {
@@ -28,28 +27,14 @@ pub(crate) async fn receive_loop(
                 from,
                 to,
                 text,
-                part: None,
+                part,
             } => CarrierEvent::Inbound {
                 connector: connector.clone(),
                 from,
                 to,
                 text,
+                part,
                 ack: Ack(vec![answer]),
-            },
-            Read::Sms {
-                from,
-                to,
-                text,
-                part: Some(p),
-            } => match parts.add(&from, &to, p, text, answer) {
-                Some((text, last)) => CarrierEvent::Inbound {
-                    connector: connector.clone(),
-                    from,
-                    to,
-                    text,
-                    ack: Ack(vec![last]),
-                },
-                None => continue,
             },
         };
         if let Err(mpsc::error::SendError(event)) = events.send(event).await {

@@ -3,16 +3,16 @@
 //! Outbound, [`Smpp`] implements [`Carrier`](crate::Carrier): each part becomes a `submit_sm`
 //! (GSM 03.38 or UCS-2, UDH or SAR concatenation, a delivery receipt asked for), paced by
 //! the connector's throughput and window. Inbound, every `deliver_sm` becomes a
-//! [`CarrierEvent`] on the channel given to [`Smpp::start`]: a delivery receipt, or an SMS
-//! (its parts reassembled). The `deliver_sm_resp` waits for [`Ack::accept`], so a receipt or
-//! SMS the platform has not stored yet is delivered again by the SMSC, never lost.
+//! [`CarrierEvent`] on the channel given to [`Smpp::start`]: a delivery receipt, or an SMS or
+//! one part of a concatenated SMS (the server keeps parts in its database until the last one
+//! arrives). The `deliver_sm_resp` waits for [`Ack::accept`], so a receipt, SMS or part the
+//! platform has not stored yet is delivered again by the SMSC, never lost.
 //!
 //! Storing statuses and SMS is the server's job; this module owns the protocol only.
 
 mod config;
 mod connector;
 mod delivery;
-mod reassembly;
 pub mod receipt;
 mod session;
 mod submit;
@@ -37,7 +37,7 @@ pub enum CarrierEvent {
         /// Answer once stored.
         ack: Ack,
     },
-    /// An SMS to one of the platform's numbers (all its parts).
+    /// An SMS to one of the platform's numbers, or one part of it.
     Inbound {
         /// The connector it came through.
         connector: String,
@@ -45,8 +45,10 @@ pub enum CarrierEvent {
         from: String,
         /// Recipient, likewise.
         to: String,
-        /// The text, parts joined.
+        /// The text (of this part, when `part` is set).
         text: String,
+        /// Which part of a concatenated SMS this is (UDH or SAR); None for a whole SMS.
+        part: Option<text::PartOf>,
         /// Answer once stored.
         ack: Ack,
     },

@@ -15,7 +15,7 @@ use dialtone_domain::sms::SmsStatus;
 use dialtone_store::numbers::owned;
 use dialtone_store::sms::{self as store, Sms};
 use dialtone_store::sms_parts::{self, SmsPart};
-use dialtone_store::{Conn, accounts};
+use dialtone_store::{Conn, accounts, inbound_parts};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -98,19 +98,38 @@ pub async fn handle(state: &AppState, event: CarrierEvent) -> Option<CarrierEven
             from,
             to,
             text,
+            part,
             ack,
         } => {
-            if text.is_empty() {
+            if text.is_empty() && part.is_none() {
                 tracing::warn!(%connector, %from, %to, "smpp: empty inbound SMS, dropped");
                 ack.accept();
                 return None;
             }
             let st = state.clone();
             let now = state.clock.now();
-            let (f, t) = (from.clone(), to.clone());
+            let (f, t, network) = (from.clone(), to.clone(), connector.clone());
             let stored = state
                 .store
                 .write(move |c| -> Result<bool, ApiError> {
+                    // A part is kept until its message is whole; then the message is received.
+                    let text = match part {
+                        None => text,
+                        Some(p) => {
+                            let which = inbound_parts::Part {
+                                network: &network,
+                                sender: &f,
+                                recipient: &t,
+                                reference: i64::from(p.reference),
+                                total: i64::from(p.total),
+                                seq: i64::from(p.seq),
+                            };
+                            match inbound_parts::add(c, &which, &text, now)? {
+                                Some(whole) => whole,
+                                None => return Ok(true),
+                            }
+                        }
+                    };
                     let Some(owner_id) = owned::by_e164(c, &t)?.and_then(|n| n.account_id) else {
                         return Ok(false);
                     };

@@ -248,3 +248,75 @@ async fn connectors_through_admin() {
     app.tick().await;
     assert_eq!(fetch(&app, &acct, &sid).await["status"], "pending");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inbound_parts_survive_a_node_sqlite() {
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("sqlite app");
+    inbound_parts_survive_a_node(app).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inbound_parts_survive_a_node_postgres() {
+    let Some(app) = TestApp::spawn(Backend::Postgres).await else {
+        eprintln!("SKIPPED: set DIALTONE_TEST_DATABASE_URL to run this test on PostgreSQL");
+        return;
+    };
+    inbound_parts_survive_a_node(app).await;
+}
+
+/// The parts of a concatenated inbound SMS are stored as they come (each acknowledged to the
+/// SMSC only then), so a part that arrived through one node completes with a part that
+/// arrives through another, after the first is gone; a part delivered twice counts once.
+async fn inbound_parts_survive_a_node(app: TestApp) {
+    use dialtone::sms::carrier_events::handle;
+    use dialtone_carrier::smpp::text::PartOf;
+    use dialtone_carrier::smpp::{Ack, CarrierEvent};
+
+    let acct = app.account().await;
+    let number = buy(&app, &acct, "country=GB&type=mobile").await;
+    let part = |seq: u8, text: &str| CarrierEvent::Inbound {
+        connector: "operator-a".to_owned(),
+        from: "+33612345678".to_owned(),
+        to: number.clone(),
+        text: text.to_owned(),
+        part: Some(PartOf {
+            reference: 42,
+            total: 3,
+            seq,
+        }),
+        ack: Ack::default(),
+    };
+    // Parts 3 and 1 through this node (part 1 twice: the SMSC delivered it again).
+    assert!(handle(&app.state, part(3, " parts")).await.is_none());
+    assert!(handle(&app.state, part(1, "In three")).await.is_none());
+    assert!(handle(&app.state, part(1, "In three")).await.is_none());
+    assert!(inbound_sms(&app, &acct).await.is_empty(), "not whole yet");
+    // The last part through another node.
+    let (_, other) = app.second_node().await;
+    assert!(handle(&other, part(2, " separate")).await.is_none());
+    let got = inbound_sms(&app, &acct).await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0]["body"], "In three separate parts");
+    assert_eq!(got[0]["from"], "+33612345678");
+    assert_eq!(app.events(&acct.sid, "sms.mo").await.len(), 1);
+    // Nothing is left waiting; the same reference may start a new message.
+    let left = app
+        .state
+        .store
+        .read(|c| c.query_one("SELECT COUNT(*) FROM inbound_parts", &[]))
+        .await
+        .unwrap()
+        .int(0)
+        .unwrap();
+    assert_eq!(left, 0);
+}
+
+async fn inbound_sms(app: &TestApp, acct: &TestAccount) -> Vec<Value> {
+    let (_, list) = send(app.req(
+        acct,
+        Method::GET,
+        "/v2.0/sms?direction=inbound&createdAfter=2000-01-01T00:00:00Z&createdBefore=2100-01-01T00:00:00Z",
+    ))
+    .await;
+    list["hits"].as_array().cloned().unwrap_or_default()
+}
