@@ -211,3 +211,126 @@ fn operator_commands_create_list_and_manage_keys() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// Secrets reach neither the logs nor later answers: API keys, passwords, the admin token
+/// and webhook secrets are sent in every way a client sends them, at the most verbose log
+/// level, and then looked for in everything the server wrote and answered.
+#[test]
+fn secrets_never_reach_the_logs_or_later_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let admin = "admin-token-for-the-secrets-test";
+    let mut child = dialtone(dir.path())
+        .args(["serve", "--listen", "127.0.0.1:0", "--admin-token", admin])
+        .env("RUST_LOG", "trace")
+        .env("DIALTONE_LOG_FORMAT", "json")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn dialtone serve");
+    let stderr = child.stderr.take().expect("stderr");
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+    let log = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.contains("dialtone listening")
+                && let Ok(v) = serde_json::from_str::<serde_json::Value>(&line)
+            {
+                let _ = addr_tx.send(v["fields"]["addr"].as_str().unwrap_or_default().to_owned());
+            }
+            all.push(line);
+        }
+        all.join("\n")
+    });
+    let addr = addr_rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("listening");
+    let base = format!("http://{addr}");
+    let http = reqwest::blocking::Client::new();
+    let created: serde_json::Value = http
+        .post(format!("{base}/admin/accounts"))
+        .bearer_auth(admin)
+        .json(&serde_json::json!({"name": "acme", "credit": "100.00"}))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let (sid, key, login, password) = (
+        created["sid"].as_str().unwrap().to_owned(),
+        created["apiKey"].as_str().unwrap().to_owned(),
+        created["login"].as_str().unwrap().to_owned(),
+        created["password"].as_str().unwrap().to_owned(),
+    );
+    let hook_secret = "whsec-for-the-secrets-test-0123456789";
+    let mut answers = Vec::new();
+    let mut keep = |r: reqwest::blocking::Response| {
+        answers.push(r.text().unwrap_or_default());
+    };
+    keep(
+        http.get(format!("{base}/v2.0/ping"))
+            .header("x-api-key", &key)
+            .send()
+            .unwrap(),
+    );
+    keep(
+        http.get(format!("{base}/v2.0/ping"))
+            .basic_auth(&sid, Some(&key))
+            .send()
+            .unwrap(),
+    );
+    keep(
+        http.get(format!("{base}/v2.0/ping"))
+            .header("x-api-key", "dt_wrongwrongwrong")
+            .send()
+            .unwrap(),
+    );
+    keep(
+        http.post(format!("{base}/v2.0/webhooks?type=sms.mo"))
+            .header("x-api-key", &key)
+            .json(&serde_json::json!({"endpoint": "http://127.0.0.1:9/h", "options": {"hmac_secret": hook_secret}}))
+            .send()
+            .unwrap(),
+    );
+    keep(
+        http.get(format!("{base}/v2.0/webhooks"))
+            .header("x-api-key", &key)
+            .send()
+            .unwrap(),
+    );
+    keep(
+        http.post(format!("{base}/json-rpc/v1.1/"))
+            .basic_auth(&login, Some(&password))
+            .json(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "webhooks.get_list", "params": []}))
+            .send()
+            .unwrap(),
+    );
+    keep(
+        http.get(format!("{base}/rest/v1.1/sms"))
+            .basic_auth(&login, Some(&password))
+            .send()
+            .unwrap(),
+    );
+    keep(
+        http.get(format!("{base}/admin/accounts"))
+            .bearer_auth(admin)
+            .send()
+            .unwrap(),
+    );
+    keep(
+        http.get(format!("{base}/admin/accounts/{sid}"))
+            .bearer_auth(admin)
+            .send()
+            .unwrap(),
+    );
+    assert!(terminate(&mut child).success());
+    let logs = log.join().unwrap();
+    assert!(logs.lines().count() > 3, "the server logged: {logs}");
+    for secret in [key.as_str(), password.as_str(), admin, hook_secret] {
+        assert!(!logs.contains(secret), "a secret is in the logs:\n{logs}");
+        for a in &answers {
+            assert!(
+                !a.contains(secret),
+                "a secret is in an answer after its creation: {a}"
+            );
+        }
+    }
+}
