@@ -17,9 +17,12 @@ use dialtone_store::accounts;
 fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // A log reader that went away (a closed pipe) must not stop the server: tracing's own
+    // report of the failed write would panic on the same closed stderr.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .log_internal_errors(false);
     match format {
         LogFormat::Json => builder.json().init(),
         LogFormat::Text => builder.init(),

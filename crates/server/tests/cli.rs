@@ -119,7 +119,8 @@ fn first_start_prints_a_working_dev_account_once_and_sigterm_stops_cleanly() {
         .send()
         .unwrap();
     assert_eq!(resp.status(), 200, "the dev key survives a restart");
-    assert!(terminate(&mut child).success());
+    let stopped = terminate(&mut child);
+    assert!(stopped.success(), "{stopped:?}");
     let list = dialtone(dir.path())
         .args(["account", "list", "--json"])
         .output()
