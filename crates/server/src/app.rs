@@ -115,8 +115,14 @@ impl Application {
         let served =
             crate::serve::serve(self.listener, self.router, header_timeout, shutdown).await;
         stop_workers.cancel();
-        if let Some(w) = worker {
-            let _ = w.await;
+        if let Some(mut w) = worker {
+            // The tick in progress finishes, within a bound: a tick waiting on slow webhook
+            // receivers is dropped after it, which loses nothing (its leased work is taken
+            // again when the leases run out, here or on another node).
+            if tokio::time::timeout(STOP_GRACE, &mut w).await.is_err() {
+                tracing::warn!("background work still running at shutdown: left to its leases");
+                w.abort();
+            }
         }
         // Unbind politely: the SMSCs keep what they have not delivered for the next bind.
         for (connector, _) in self.state.networks.connectors() {
@@ -165,6 +171,9 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
         .map_err(|e| anyhow::anyhow!("cannot migrate the database: {e}"))?;
     Ok(store)
 }
+
+/// How long a stop waits for in-flight requests, then for the background tick in progress.
+pub const STOP_GRACE: Duration = Duration::from_secs(10);
 
 /// Every interface on one router.
 pub fn router(state: AppState) -> Router {

@@ -1,7 +1,8 @@
 //! The HTTP/1.1 accept loop: axum's router on hyper connections, with the limits a public
 //! server needs against slow clients (request headers must arrive within
 //! `--header-timeout`; a body that stalls is cut off by the router's body timeout), and a
-//! graceful stop: no new connections, in-flight requests finish.
+//! graceful stop: no new connections, in-flight requests finish (within
+//! [`STOP_GRACE`](crate::app::STOP_GRACE)).
 
 use std::future::Future;
 use std::time::Duration;
@@ -52,6 +53,11 @@ pub async fn serve(
         }
     }
     drop(listener);
-    graceful.shutdown().await;
+    if tokio::time::timeout(crate::app::STOP_GRACE, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("requests still open at shutdown were cut off");
+    }
     Ok(())
 }

@@ -82,15 +82,24 @@ fn view(s: Scenario, numbers: Vec<scenarios::AttachedNumber>) -> ScenarioView {
     }
 }
 
+/// A minimal valid script, the document's example.
+fn example_script() -> &'static str {
+    "branches:\n  api-initiated:\n    actions:\n      - action: log@v1\n        params: {message: hello}\n"
+}
+
 /// Create body of a scenario.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioCreate {
     /// Name, 1 to 64 characters.
+    #[schema(min_length = 1, max_length = 64)]
     pub name: String,
-    /// The YAML script, 1 to 32768 characters.
+    /// The YAML script, 1 to 32768 characters, a valid scenario (see
+    /// `/actions/schema.json`; 400 `invalid_scenario` otherwise).
+    #[schema(min_length = 1, max_length = 32768, example = example_script)]
     pub script: String,
-    /// Only `yaml`.
+    /// Only `yaml` (any case).
+    #[schema(pattern = "^[yY][aA][mM][lL]$")]
     pub format: Option<String>,
 }
 
@@ -98,9 +107,11 @@ pub struct ScenarioCreate {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioPatch {
-    /// Name.
+    /// Name, 1 to 64 characters.
+    #[schema(min_length = 1, max_length = 64)]
     pub name: Option<String>,
-    /// Script.
+    /// Script: a valid scenario of 1 to 32768 characters.
+    #[schema(min_length = 1, max_length = 32768, example = example_script)]
     pub script: Option<String>,
 }
 
@@ -118,7 +129,7 @@ pub struct ScenarioQuery {
     #[param(value_type = Option<SortOrder>)]
     order: Option<String>,
     /// Hits to skip.
-    #[param(value_type = Option<i64>, minimum = 0)]
+    #[param(value_type = Option<i64>, minimum = 0, maximum = 1000000000)]
     offset: Option<String>,
     /// Hits per page, 1 to 100 (default 10).
     #[param(value_type = Option<i64>, minimum = 1, maximum = 100)]
@@ -342,8 +353,24 @@ pub async fn detach_number(
 #[serde(deny_unknown_fields)]
 pub struct RunStart {
     /// Variables (`$name` keys) that override the script's `variables`.
-    #[schema(value_type = Option<Object>)]
+    #[schema(schema_with = variables_schema)]
     pub variables: Option<serde_json::Map<String, Value>>,
+}
+
+fn variables_schema() -> utoipa::openapi::Object {
+    use utoipa::openapi::ObjectBuilder;
+    use utoipa::openapi::schema::Type;
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .description(Some(
+            "Variables (`$name` keys) that override the script's `variables`.",
+        ))
+        .property_names(Some(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .pattern(Some(r"^\$.+$")),
+        ))
+        .build()
 }
 
 /// The answer to a run start.
@@ -451,7 +478,7 @@ pub async fn start_run(
 
 /// Run the scenario's `api-initiated` branch.
 #[utoipa::path(post, path = "/actions/{sid}/runs", tag = "Actions", params(("sid" = String, Path, description = "scenario sid")),
-    request_body(content = Option<RunStart>), responses((status = 202, description = "started", body = RunStarted)))]
+    request_body(content = RunStart, description = "optional: an empty body starts the run with the script's variables"), responses((status = 202, description = "started", body = RunStarted)))]
 pub async fn run(
     State(state): State<AppState>,
     caller: Caller,

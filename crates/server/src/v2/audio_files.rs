@@ -99,7 +99,7 @@ pub struct AudioFileUpload {
     #[schema(min_length = 1, max_length = 64)]
     name: String,
     /// The audio (audio/flac, audio/mpeg, audio/mp4, audio/ogg or audio/wav).
-    #[schema(value_type = Option<String>, format = Binary)]
+    #[schema(value_type = Option<String>, format = Binary, min_length = 1)]
     file: Option<Vec<u8>>,
 }
 
@@ -108,7 +108,7 @@ pub struct AudioFileUpload {
 #[allow(dead_code)]
 pub struct AudioFileContent {
     /// The audio (audio/flac, audio/mpeg, audio/mp4, audio/ogg or audio/wav).
-    #[schema(value_type = String, format = Binary)]
+    #[schema(value_type = String, format = Binary, min_length = 1)]
     file: Vec<u8>,
 }
 
@@ -144,7 +144,7 @@ pub struct AudioFileQuery {
     #[param(value_type = Option<SortOrder>)]
     order: Option<String>,
     /// Hits to skip.
-    #[param(value_type = Option<i64>, minimum = 0)]
+    #[param(value_type = Option<i64>, minimum = 0, maximum = 1000000000)]
     offset: Option<String>,
     /// Hits per page, 1 to 100 (default 10).
     #[param(value_type = Option<i64>, minimum = 1, maximum = 100)]
@@ -157,7 +157,7 @@ pub struct AudioFileQuery {
 pub struct PhoneIdQuery {
     /// Country (ISO 3166 alpha-2) of the number to call; the closest country with a number
     /// is used when it has none.
-    #[param(example = "GB")]
+    #[param(required = true, pattern = "^ *[A-Za-z]{2} *$", example = "GB")]
     country: Option<String>,
 }
 

@@ -46,3 +46,6 @@ pub fn paging<S: Copy>(
         limit: page.limit,
     }
 }
+
+/// `^[0-9a-z]{8}$`: the form of every sid.
+pub const SID_PATTERN: &str = "^[0-9a-z]{8}$";

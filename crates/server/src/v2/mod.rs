@@ -76,7 +76,7 @@ pub fn router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         ))
         .merge(audio_files::router())
         .split_for_parts();
-    openapi::finish(&mut doc);
-    let router = router.route("/openapi.json", openapi::serve(&doc));
+    let served = openapi::finish(&mut doc);
+    let router = router.route("/openapi.json", openapi::serve(&served));
     (router, doc)
 }

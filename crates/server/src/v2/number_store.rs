@@ -161,8 +161,8 @@ pub struct ReserveQuery {
     /// Only numbers starting with this prefix.
     #[param(pattern = r"^\+[1-9][0-9]{0,8}$")]
     prefix: Option<String>,
-    /// Only numbers of this area.
-    #[param(max_length = 32)]
+    /// Only numbers of this area: 1 to 32 letters, digits, spaces, apostrophes or hyphens.
+    #[param(pattern = "^[A-Za-z0-9 '-]{1,32}$")]
     area: Option<String>,
 }
 
@@ -328,7 +328,7 @@ fn path_token(token: &str) -> ApiResult<String> {
 
 /// A reservation and its status.
 #[utoipa::path(get, path = "/numbers/store/{token}", tag = "Phone number store",
-    params(("token" = String, Path, description = "reservation token (40+ chars)", min_length = 40)),
+    params(("token" = String, Path, description = "reservation token (40 to 128 URL-safe characters)", pattern = "^[A-Za-z0-9_-]{40,128}$")),
     responses((status = 200, description = "the reservation", body = ReservationView)))]
 pub async fn get(
     State(state): State<AppState>,
@@ -342,7 +342,7 @@ pub async fn get(
 
 /// Buy the reserved numbers.
 #[utoipa::path(post, path = "/numbers/store/{token}", tag = "Phone number store",
-    params(("token" = String, Path, description = "reservation token (40+ chars)", min_length = 40)),
+    params(("token" = String, Path, description = "reservation token (40 to 128 URL-safe characters)", pattern = "^[A-Za-z0-9_-]{40,128}$")),
     responses((status = 200, description = "bought", body = BuyResult)))]
 pub async fn buy(
     State(state): State<AppState>,
@@ -360,7 +360,7 @@ pub async fn buy(
 
 /// Cancel a reservation.
 #[utoipa::path(delete, path = "/numbers/store/{token}", tag = "Phone number store",
-    params(("token" = String, Path, description = "reservation token (40+ chars)", min_length = 40)),
+    params(("token" = String, Path, description = "reservation token (40 to 128 URL-safe characters)", pattern = "^[A-Za-z0-9_-]{40,128}$")),
     responses((status = 204, description = "cancelled")))]
 pub async fn cancel(
     State(state): State<AppState>,

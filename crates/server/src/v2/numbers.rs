@@ -88,6 +88,7 @@ pub enum NumberSort {
 #[into_params(parameter_in = Query)]
 pub struct NumberQuery {
     /// Numbers attached to this scenario.
+    #[param(value_type = Option<String>, pattern = "^[0-9a-z]{8}$")]
     sid: Option<String>,
     /// `classic` or `gold`.
     class: Option<String>,
@@ -99,7 +100,6 @@ pub struct NumberQuery {
     #[param(pattern = r"^(\+[1-9])?[0-9]{1,32}$")]
     contains: Option<String>,
     /// Only `true`: numbers attached to no scenario.
-    #[param(value_type = Option<bool>)]
     detached: Option<String>,
     /// Sort key (default `assigned`).
     #[param(value_type = Option<NumberSort>)]
@@ -108,7 +108,7 @@ pub struct NumberQuery {
     #[param(value_type = Option<SortOrder>)]
     order: Option<String>,
     /// Hits to skip.
-    #[param(value_type = Option<i64>, minimum = 0)]
+    #[param(value_type = Option<i64>, minimum = 0, maximum = 1000000000)]
     offset: Option<String>,
     /// Hits per page, 1 to 100 (default 10).
     #[param(value_type = Option<i64>, minimum = 1, maximum = 100)]
@@ -121,11 +121,11 @@ pub struct NumberQuery {
 pub struct NumberPatch {
     /// Scenario sid to attach, or null to detach.
     #[serde(default, deserialize_with = "nullable")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, pattern = "^[0-9a-z]{8}$")]
     scenario: Option<Option<String>>,
     /// End user sid to assign, or null to unassign.
     #[serde(default, deserialize_with = "nullable")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, pattern = "^[0-9a-z]{8}$")]
     end_user: Option<Option<String>>,
 }
 

@@ -81,30 +81,43 @@ pub enum RecordingSort {
 #[serde(rename_all = "camelCase")]
 pub struct RecordingQuery {
     /// Exactly this recording.
+    #[param(pattern = "^[0-9a-z]{8}$")]
     sid: Option<String>,
     /// `call` or `voicemail`.
     #[serde(rename = "type")]
     #[param(rename = "type")]
     kind: Option<String>,
-    /// Calling number (E.164).
+    /// Calling number.
+    /// Any E.164 number valid in its country's numbering plan is accepted (400 otherwise);
+    /// no pattern can state the plans, so the pattern is the fictional drama range, always
+    /// valid and routed by the simulated network.
+    #[param(pattern = r"^\+447700900[0-9]{3}$", example = "+447700900123")]
     caller: Option<String>,
-    /// Called number (E.164).
+    /// Called number.
+    /// Any E.164 number valid in its country's numbering plan is accepted (400 otherwise);
+    /// no pattern can state the plans, so the pattern is the fictional drama range, always
+    /// valid and routed by the simulated network.
+    #[param(pattern = r"^\+447700900[0-9]{3}$", example = "+447700900123")]
     callee: Option<String>,
-    /// Call id.
+    /// Call id (1 to 64 characters).
+    #[param(min_length = 1, max_length = 64)]
     callid: Option<String>,
     /// Read (`true`) or unread (`false`).
-    #[param(value_type = Option<bool>)]
     read: Option<String>,
-    /// Read at or after (Datetime).
+    /// Read at or after (RFC 3339).
+    #[param(format = DateTime)]
     read_after: Option<String>,
-    /// Read before (Datetime).
+    /// Read before (RFC 3339).
+    #[param(format = DateTime)]
     read_before: Option<String>,
-    /// Created at or after (Datetime).
+    /// Created at or after (RFC 3339).
+    #[param(format = DateTime)]
     created_after: Option<String>,
-    /// Created before (Datetime).
+    /// Created before (RFC 3339).
+    #[param(format = DateTime)]
     created_before: Option<String>,
     /// At least this many seconds long.
-    #[param(value_type = Option<i64>, minimum = 0)]
+    #[param(value_type = Option<i64>, minimum = 0, maximum = 9223372036854775807_i64)]
     min_duration: Option<String>,
     /// Sort key (only `created`, the default).
     #[param(value_type = Option<RecordingSort>)]
@@ -113,7 +126,7 @@ pub struct RecordingQuery {
     #[param(value_type = Option<SortOrder>)]
     order: Option<String>,
     /// Hits to skip.
-    #[param(value_type = Option<i64>, minimum = 0)]
+    #[param(value_type = Option<i64>, minimum = 0, maximum = 1000000000)]
     offset: Option<String>,
     /// Hits per page, 1 to 100 (default 10).
     #[param(value_type = Option<i64>, minimum = 1, maximum = 100)]
@@ -272,7 +285,7 @@ pub async fn file(
 pub struct BulkQuery {
     /// Up to 100 recording sids (repeat the parameter); none targets every recording.
     #[serde(default, alias = "sid[]", deserialize_with = "one_or_many")]
-    #[param(value_type = Option<Vec<String>>, max_items = 100)]
+    #[param(value_type = Option<Vec<String>>, min_items = 1, max_items = 100)]
     sid: Option<Vec<String>>,
 }
 

@@ -83,11 +83,20 @@ impl From<&Sms> for SmsView {
 #[into_params(parameter_in = Query)]
 #[serde(rename_all = "camelCase")]
 pub struct SendQuery {
-    /// Destination, E.164.
-    #[param(required = true, example = "+447700900123")]
+    /// Destination.
+    /// Any E.164 number valid in its country's numbering plan is accepted (400 otherwise);
+    /// no pattern can state the plans, so the pattern is the fictional drama range, always
+    /// valid and routed by the simulated network.
+    #[param(
+        required = true,
+        pattern = r"^\+447700900[0-9]{3}$",
+        example = "+447700900123"
+    )]
     to: Option<String>,
     /// Sender: empty (chosen from the destination), one of the account's numbers, or an
-    /// approved alphanumeric sender of 1 to 11 characters.
+    /// alphanumeric sender of 1 to 11 letters, digits, spaces, dashes or underscores with
+    /// at least one letter (the pattern asks for it first; numbers as for `to`).
+    #[param(pattern = r"^(|[A-Za-z][A-Za-z0-9 _-]{0,10}|\+447700900[0-9]{3})$")]
     from: Option<String>,
     /// `gsm` or `unicode` (detected when absent).
     #[param(value_type = Option<EncodingWord>)]
@@ -121,7 +130,12 @@ pub enum TrafficWord {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SmsWebhook {
-    /// Absolute http(s) URL receiving this SMS's status updates.
+    /// Absolute http(s) URL receiving this SMS's status updates (at most 2048 bytes; the
+    /// pattern is the usual form, a host name with an optional port and path).
+    #[schema(
+        pattern = r"^[hH][tT][tT][pP][sS]?://[A-Za-z][A-Za-z0-9]*(\.[A-Za-z][A-Za-z0-9]*)*(:[1-9][0-9]{0,3})?(/[!-~]*)?$",
+        max_length = 2048
+    )]
     pub endpoint: String,
 }
 
@@ -133,6 +147,7 @@ pub struct SendBody {
     #[schema(min_length = 1)]
     pub body: String,
     /// Your own data, returned with the SMS (at most 255 characters).
+    #[schema(max_length = 255)]
     pub user_data: Option<String>,
     /// Flash SMS (shown at once, not stored by the handset).
     pub flash: Option<bool>,
@@ -222,13 +237,17 @@ pub struct SearchQuery {
     /// Created at or before (RFC 3339).
     #[param(required = true, format = DateTime)]
     created_before: Option<String>,
-    /// Sender.
-    #[param(max_length = 16)]
+    /// Sender (1 to 16 characters).
+    #[param(min_length = 1, max_length = 16)]
     from: Option<String>,
-    /// Recipient, E.164.
+    /// Recipient.
+    /// Any E.164 number valid in its country's numbering plan is accepted (400 otherwise);
+    /// no pattern can state the plans, so the pattern is the fictional drama range, always
+    /// valid and routed by the simulated network.
+    #[param(pattern = r"^\+447700900[0-9]{3}$", example = "+447700900123")]
     to: Option<String>,
-    /// Text the body contains (at most 64 characters).
-    #[param(max_length = 64)]
+    /// Text the body contains (1 to 64 characters).
+    #[param(min_length = 1, max_length = 64)]
     contains: Option<String>,
     /// `marketing` or `alerting`.
     #[param(value_type = Option<TrafficWord>)]
@@ -242,7 +261,7 @@ pub struct SearchQuery {
     #[param(value_type = Option<SortOrder>)]
     order: Option<String>,
     /// Hits to skip.
-    #[param(value_type = Option<i64>, minimum = 0)]
+    #[param(value_type = Option<i64>, minimum = 0, maximum = 1000000000)]
     offset: Option<String>,
     /// Hits per page, 1 to 100 (default 10).
     #[param(value_type = Option<i64>, minimum = 1, maximum = 100)]

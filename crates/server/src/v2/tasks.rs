@@ -51,14 +51,22 @@ pub async fn cancel(
 #[into_params(parameter_in = Query)]
 pub struct ExportQuery {
     /// `inbound` or `outbound`.
+    #[param(required = true)]
     direction: Option<String>,
-    /// Start of the range (Datetime).
+    /// Start of the range (RFC 3339).
+    #[param(required = true, format = DateTime)]
     from: Option<String>,
-    /// End of the range (Datetime), at most 31 days after `from`.
+    /// End of the range (RFC 3339), after `from` and at most 31 days after it (400
+    /// otherwise).
+    #[param(required = true, format = DateTime)]
     to: Option<String>,
-    /// Only calls handled by this scenario.
+    /// Only calls handled by this scenario (its sid; 404 when there is none).
     scenario: Option<String>,
-    /// Only calls of this owned number.
+    /// Only calls of this owned number (404 when the account has no such number).
+    /// Any E.164 number valid in its country's numbering plan is accepted (400 otherwise);
+    /// no pattern can state the plans, so the pattern is the fictional drama range, always
+    /// valid and routed by the simulated network.
+    #[param(pattern = r"^\+447700900[0-9]{3}$", example = "+447700900123")]
     number: Option<String>,
 }
 

@@ -65,16 +65,45 @@ impl From<&Webhook> for WebhookView {
 /// Signing options of a create or update.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct SigningOptions {
-    /// Secret keying the HMAC of each body (never shown again).
+    /// Secret keying the HMAC of each body (never shown again): 1 to 256 characters, or
+    /// null to remove it.
+    #[schema(min_length = 1, max_length = 256)]
     pub hmac_secret: Option<String>,
     /// `SHA256` (default) or `SHA512`.
+    #[schema(value_type = Option<HmacAlgo>, nullable = false)]
     pub hmac_algo: Option<String>,
+}
+
+/// HMAC algorithms, for the document.
+#[derive(Debug, Serialize, ToSchema)]
+pub enum HmacAlgo {
+    /// HMAC-SHA256.
+    #[serde(rename = "SHA256")]
+    Sha256,
+    /// HMAC-SHA512.
+    #[serde(rename = "SHA512")]
+    Sha512,
+}
+
+/// Webhook statuses, for the document.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum WebhookStatus {
+    /// Events are delivered.
+    Enabled,
+    /// Events are not delivered.
+    Disabled,
 }
 
 /// Body of `POST /webhooks`.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct CreateBody {
-    /// Absolute http(s) URL.
+    /// Absolute http(s) URL (at most 2048 bytes; the pattern is the usual form, a host name
+    /// with an optional port and path).
+    #[schema(
+        pattern = r"^[hH][tT][tT][pP][sS]?://[A-Za-z][A-Za-z0-9]*(\.[A-Za-z][A-Za-z0-9]*)*(:[1-9][0-9]{0,3})?(/[!-~]*)?$",
+        max_length = 2048
+    )]
     pub endpoint: String,
     /// Signing options.
     #[schema(value_type = Option<SigningOptions>)]
@@ -85,12 +114,14 @@ pub struct CreateBody {
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct UpdateBody {
     /// `enabled` or `disabled`.
+    #[schema(value_type = Option<WebhookStatus>)]
     pub status: Option<String>,
     /// Signing options.
     #[schema(value_type = Option<SigningOptions>)]
     pub options: Option<Value>,
-    /// Refused: create a new webhook instead.
-    #[schema(value_type = Option<String>)]
+    /// Refused with 400 (the endpoint cannot change: create a new webhook instead), so not
+    /// part of the document.
+    #[schema(ignore)]
     pub endpoint: Option<Value>,
 }
 
@@ -109,12 +140,14 @@ pub struct TypeQuery {
 #[into_params(parameter_in = Query)]
 pub struct SearchQuery {
     /// One webhook.
+    #[param(pattern = "^[0-9a-z]{8}$")]
     sid: Option<String>,
     /// Event name.
     #[serde(rename = "type")]
     #[param(rename = "type")]
     event_type: Option<String>,
     /// `enabled` or `disabled`.
+    #[param(value_type = Option<WebhookStatus>)]
     status: Option<String>,
     /// Only `created`.
     sort: Option<String>,
@@ -122,7 +155,7 @@ pub struct SearchQuery {
     #[param(value_type = Option<SortOrder>)]
     order: Option<String>,
     /// Hits to skip.
-    #[param(value_type = Option<i64>, minimum = 0)]
+    #[param(value_type = Option<i64>, minimum = 0, maximum = 1000000000)]
     offset: Option<String>,
     /// Hits per page, 1 to 100 (default 10).
     #[param(value_type = Option<i64>, minimum = 1, maximum = 100)]
@@ -137,7 +170,7 @@ pub struct PageQuery {
     #[param(value_type = Option<SortOrder>)]
     order: Option<String>,
     /// Hits to skip.
-    #[param(value_type = Option<i64>, minimum = 0)]
+    #[param(value_type = Option<i64>, minimum = 0, maximum = 1000000000)]
     offset: Option<String>,
     /// Hits per page, 1 to 100 (default 10).
     #[param(value_type = Option<i64>, minimum = 1, maximum = 100)]
@@ -181,6 +214,25 @@ impl From<AttemptView> for DeliveryView {
             delivery_status: a.delivery_status,
         }
     }
+}
+
+/// The signing options of a body. The contract (and the error message) counts the secret's
+/// length in characters, 1 to 256; the shared parser counts bytes, so a secret valid by
+/// characters is checked here and given to the parser as a placeholder.
+fn signing(options: Option<&Value>) -> ApiResult<webhooks::Signing> {
+    let mut options = options.cloned().unwrap_or(Value::Null);
+    let secret = match options.get("hmac_secret") {
+        Some(Value::String(s)) if (1..=256).contains(&s.chars().count()) => Some(s.clone()),
+        _ => None,
+    };
+    if let (Some(_), Some(map)) = (&secret, options.as_object_mut()) {
+        map.insert("hmac_secret".into(), Value::String("x".into()));
+    }
+    let mut signing = webhooks::parse_signing(&options, "options.")?;
+    if let Some(s) = secret {
+        signing.secret = Some(Some(s));
+    }
+    Ok(signing)
 }
 
 /// Search webhooks.
@@ -245,7 +297,7 @@ pub async fn create(
         .ok_or_else(|| ApiError::invalid("type", "is required"))?;
     webhooks::check_type(&event_type, "type")?;
     webhooks::check_endpoint(&b.endpoint, "endpoint")?;
-    let signing = webhooks::parse_signing(b.options.as_ref().unwrap_or(&Value::Null), "options.")?;
+    let signing = signing(b.options.as_ref())?;
     let w = webhooks::subscribe(&state, caller.account.id, event_type, b.endpoint, signing).await?;
     Ok((StatusCode::CREATED, Json((&w).into())))
 }
@@ -292,7 +344,7 @@ pub async fn update(
         &[("enabled", "enabled"), ("disabled", "disabled")],
     );
     checks.finish()?;
-    let signing = webhooks::parse_signing(b.options.as_ref().unwrap_or(&Value::Null), "options.")?;
+    let signing = signing(b.options.as_ref())?;
     let (account, now) = (caller.account.id, state.clock.now());
     let w = state
         .store

@@ -58,7 +58,7 @@ pub fn parse_signing(v: &Value, prefix: &str) -> ApiResult<Signing> {
         let param = format!("{prefix}{k}");
         match (k.as_str(), val) {
             ("hmac_secret", Value::Null) => out.secret = Some(None),
-            ("hmac_secret", Value::String(s)) if !s.is_empty() && s.len() <= 256 => {
+            ("hmac_secret", Value::String(s)) if !s.is_empty() && s.chars().count() <= 256 => {
                 out.secret = Some(Some(s.clone()))
             }
             ("hmac_secret", _) => {

@@ -12,6 +12,7 @@ both_backends!(
     wrong_method_is_405_with_allow,
     request_ids_are_echoed_or_assigned,
     openapi_document_is_3_1_and_lists_what_exists,
+    openapi_references_resolve_and_bodies_are_closed,
     search_envelope_pages_and_sorts,
     health_and_metrics,
     end_user_crud,
@@ -187,6 +188,83 @@ async fn openapi_document_is_3_1_and_lists_what_exists(app: TestApp) {
     let schemes = &doc["components"]["securitySchemes"];
     assert_eq!(schemes["ApiKeyAuth"]["name"], "x-api-key");
     assert_eq!(schemes["BasicAuth"]["scheme"], "basic");
+}
+
+/// Every `$ref` of `value`, with where it was found.
+fn refs(value: &Value, at: &str, out: &mut Vec<(String, String)>) {
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map {
+                match (k.as_str(), v) {
+                    ("$ref", Value::String(r)) => out.push((at.to_owned(), r.clone())),
+                    _ => refs(v, &format!("{at}/{k}"), out),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                refs(v, &format!("{at}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+async fn openapi_references_resolve_and_bodies_are_closed(app: TestApp) {
+    let (status, doc) = send(app.anon(Method::GET, "/v2.0/openapi.json")).await;
+    assert_eq!(status, 200);
+    let mut found = Vec::new();
+    refs(&doc, "#", &mut found);
+    assert!(found.len() > 50, "{} references", found.len());
+    let unresolved: Vec<_> = found
+        .iter()
+        .filter(|(_, r)| {
+            // A JSON pointer into the document itself.
+            let Some(pointer) = r.strip_prefix('#') else {
+                return true;
+            };
+            doc.pointer(pointer).is_none()
+        })
+        .collect();
+    assert!(
+        unresolved.is_empty(),
+        "unresolved references: {unresolved:?}"
+    );
+    // What the search controls accept, as the server checks it.
+    let params = doc["paths"]["/end-users"]["get"]["parameters"]
+        .as_array()
+        .unwrap();
+    let offset = params.iter().find(|p| p["name"] == "offset").unwrap();
+    assert_eq!(offset["schema"]["maximum"], 1_000_000_000);
+    let order = params.iter().find(|p| p["name"] == "order").unwrap();
+    let order_ref = order["schema"]["$ref"].as_str().unwrap();
+    assert_eq!(
+        doc.pointer(&order_ref[1..]).unwrap()["enum"],
+        json!(["asc", "desc"])
+    );
+    // Words the code lists reach the document.
+    let types = doc["paths"]["/numbers/store"]["post"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "type")
+        .unwrap();
+    assert_eq!(types["required"], true);
+    assert!(
+        types["schema"]["enum"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("mobile"))
+    );
+    // Unknown properties are refused, so request bodies are closed.
+    assert_eq!(
+        doc["components"]["schemas"]["UpdateBody"]["additionalProperties"],
+        false
+    );
+    assert_eq!(
+        doc["components"]["schemas"]["SigningOptions"]["additionalProperties"],
+        false
+    );
 }
 
 async fn search_envelope_pages_and_sorts(app: TestApp) {
