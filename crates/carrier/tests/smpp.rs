@@ -414,12 +414,14 @@ async fn throughput_paces_and_a_long_backlog_waits_in_the_database() {
     );
     smpp.stop().await;
 
-    // At 1/s, the 17th SMS would wait more than 15 s: refused for now instead.
+    // At 1/s, an SMS behind 16 others would wait more than 15 s: refused for now instead.
+    // 30 wait in line, so the line stays over 16 long even if setting it up on a loaded
+    // machine takes many seconds (one leaves per second).
     let mut c = config(smsc.port);
     c.throughput = 1;
     let (slow, _rx) = connect(c).await;
     let mut waiting = Vec::new();
-    for _ in 0..16 {
+    for _ in 0..30 {
         let s = slow.clone();
         waiting.push(tokio::spawn(async move {
             s.submit(&sms("+33600000007", "queued")).await
