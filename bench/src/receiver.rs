@@ -68,21 +68,20 @@ impl Receiver {
                             if sig.as_deref() != Some(expected.as_str()) {
                                 c.bad.fetch_add(1, Ordering::Relaxed);
                             }
-                            if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&body)
-                                && let Ok(mut seen) = c.seen.lock()
-                            {
-                                seen.push((
-                                    v["event_id"].as_str().unwrap_or_default().to_owned(),
-                                    v["try"].as_i64().unwrap_or(-1),
-                                ));
-                            }
-                            if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&body)
-                                && let Some(at) = v["event_at"]
+                            if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&body) {
+                                if let Ok(mut seen) = c.seen.lock() {
+                                    seen.push((
+                                        v["event_id"].as_str().unwrap_or_default().to_owned(),
+                                        v["try"].as_i64().unwrap_or(-1),
+                                    ));
+                                }
+                                if let Some(at) = v["event_at"]
                                     .as_str()
                                     .and_then(|s| dialtone_domain::Timestamp::parse_rfc3339(s).ok())
-                                && let Ok(mut d) = c.delays_ms.lock()
-                            {
-                                d.push((now_ms() - at.millis()) as f64);
+                                    && let Ok(mut d) = c.delays_ms.lock()
+                                {
+                                    d.push((now_ms() - at.millis()) as f64);
+                                }
                             }
                             c.got.fetch_add(1, Ordering::Relaxed);
                             Ok::<_, hyper::Error>(hyper::Response::new(Full::new(

@@ -136,9 +136,12 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
         .write(move |c| tasks::claim(c, now, LEASE_MS, 20))
         .await?;
     let n = claimed.len();
+    if n == 0 {
+        return Ok(0);
+    }
+    let secret = export::secret(state).await?;
     for task in claimed {
-        let st = state.clone();
-        let secret = export::secret(state).await?;
+        let (st, secret) = (state.clone(), secret.clone());
         state
             .store
             .write(move |c| slice(c, &st, &task, &secret))
