@@ -7,7 +7,7 @@
 use dialtone_domain::{Money, Timestamp};
 
 use crate::params;
-use crate::sql::{Conn, DbError};
+use crate::sql::{Conn, DbError, Dialect};
 
 /// What a debit did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +49,30 @@ fn after(row: &crate::Row) -> Result<After, DbError> {
         prepaid: row.text(6)? == "prepaid",
         currency: row.text(7)?,
     })
+}
+
+/// Runs `update` (which changes at most the account's row) and gives the account's billing
+/// state after it, or `None` when it changed nothing. PostgreSQL does it in one statement
+/// with `RETURNING`; SQLite reads the row back, since `RETURNING` would make it keep a
+/// statement journal for every debit.
+fn update_returning_after(
+    conn: &mut dyn Conn,
+    update: &str,
+    params: &[crate::Value],
+    account_id: i64,
+) -> Result<Option<crate::Row>, DbError> {
+    match conn.dialect() {
+        Dialect::Postgres => conn.query_opt(&format!("{update} RETURNING {AFTER}"), params),
+        Dialect::Sqlite => {
+            if conn.execute(update, params)? == 0 {
+                return Ok(None);
+            }
+            conn.query_opt(
+                &format!("SELECT {AFTER} FROM accounts WHERE id = $1"),
+                params![account_id],
+            )
+        }
+    }
 }
 
 fn credit_event(
@@ -104,9 +128,11 @@ fn spend(
     now: Timestamp,
     used: bool,
 ) -> Result<Spend, DbError> {
-    let row = conn.query_opt(
-        &format!("UPDATE accounts SET credit = credit - $1 WHERE id = $2 AND ($3 OR billing_mode = 'postpaid' OR credit >= $1) RETURNING {AFTER}"),
+    let row = update_returning_after(
+        conn,
+        "UPDATE accounts SET credit = credit - $1 WHERE id = $2 AND ($3 OR billing_mode = 'postpaid' OR credit >= $1)",
         params![amount, account_id, used],
+        account_id,
     )?;
     let Some(row) = row else {
         let balance = conn
@@ -182,10 +208,13 @@ fn credit_inner(
     cause: &str,
     now: Timestamp,
 ) -> Result<After, DbError> {
-    let row = conn.query_one(
-        &format!("UPDATE accounts SET credit = credit + $1 WHERE id = $2 RETURNING {AFTER}"),
+    let row = update_returning_after(
+        conn,
+        "UPDATE accounts SET credit = credit + $1 WHERE id = $2",
         params![amount, account_id],
-    )?;
+        account_id,
+    )?
+    .ok_or_else(|| DbError::Other(format!("no account {account_id} to credit")))?;
     let a = after(&row)?;
     record(conn, account_id, amount, a.balance, kind, cause, now)?;
     if a.below_warning && a.balance >= a.warning_level {

@@ -7,13 +7,23 @@ use rand::Rng;
 use crate::params;
 use crate::sql::{Conn, DbError};
 
-/// A new event id: 32 random characters, unique.
+/// A new event id, 32 characters shaped like the real service's (`9422146236497234056PGNSmlw2sOrjq`):
+/// 19 digits of the wall clock in nanoseconds, then 13 random letters and digits.
+///
+/// The time prefix keeps the ids in the order they are made, so the unique index on them
+/// grows at its right edge: a random id would touch a random index page with every event,
+/// and each commit would write all of those pages again. The random part keeps them unique
+/// across nodes and unguessable.
 pub fn new_event_id() -> String {
     const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    // 19 digits until the year 2286; the modulo keeps the width fixed after that.
+    let mut id = format!("{:019}", nanos % 10_u128.pow(19));
     let mut rng = rand::rng();
-    (0..32)
-        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
-        .collect()
+    id.extend((0..13).map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char));
+    id
 }
 
 /// Records an event of `event_type` for the account (`data` is the JSON object pushed) and,
@@ -40,25 +50,47 @@ pub fn emit_to(
 ) -> Result<String, DbError> {
     let event_id = new_event_id();
     let id = conn
-        .query_one(
-            "INSERT INTO events (event_id, account_id, type, data, created) VALUES ($1, $2, $3, $4, $5) RETURNING id",
+        .insert_id(
+            "INSERT INTO events (event_id, account_id, type, data, created) VALUES ($1, $2, $3, $4, $5)",
             params![&event_id, account_id, event_type, data, now],
         )?
-        .int(0)?;
-    conn.execute(
-        "INSERT INTO deliveries (account_id, event_id, webhook_id, endpoint, next_try, status, next_at, created, updated) \
-         SELECT account_id, $1, id, endpoint, 0, 'pending', $2, $2, $2 FROM webhooks \
-         WHERE account_id = $3 AND type = $4 AND status = 'enabled'",
-        params![id, now, account_id, event_type],
+        .ok_or_else(|| DbError::Other("an event insert wrote no row".to_owned()))?;
+    // The subscriptions are read first and each delivery inserted alone: an
+    // `INSERT ... SELECT` would make SQLite keep a statement journal for every event.
+    let hooks = conn.query(
+        "SELECT id, endpoint FROM webhooks WHERE account_id = $1 AND type = $2 AND status = 'enabled'",
+        params![account_id, event_type],
     )?;
-    if let Some(endpoint) = extra_endpoint {
-        conn.execute(
-            "INSERT INTO deliveries (account_id, event_id, webhook_id, endpoint, next_try, status, next_at, created, updated) \
-             VALUES ($1, $2, NULL, $3, 0, 'pending', $4, $4, $4)",
-            params![account_id, id, endpoint, now],
+    for hook in &hooks {
+        insert_delivery(
+            conn,
+            account_id,
+            id,
+            Some(hook.int(0)?),
+            &hook.text(1)?,
+            now,
         )?;
     }
+    if let Some(endpoint) = extra_endpoint {
+        insert_delivery(conn, account_id, id, None, endpoint, now)?;
+    }
     Ok(event_id)
+}
+
+fn insert_delivery(
+    conn: &mut dyn Conn,
+    account_id: i64,
+    event: i64,
+    webhook: Option<i64>,
+    endpoint: &str,
+    now: Timestamp,
+) -> Result<(), DbError> {
+    conn.execute(
+        "INSERT INTO deliveries (account_id, event_id, webhook_id, endpoint, next_try, status, next_at, created, updated) \
+         VALUES ($1, $2, $3, $4, 0, 'pending', $5, $5, $5)",
+        params![account_id, event, webhook, endpoint, now],
+    )?;
+    Ok(())
 }
 
 /// An event as stored.
@@ -90,4 +122,22 @@ pub fn list(conn: &mut dyn Conn, account_id: i64) -> Result<Vec<StoredEvent>, Db
         })
     })
     .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::new_event_id;
+
+    #[test]
+    fn event_ids_have_the_real_shape_and_sort_by_creation() {
+        let first = new_event_id();
+        let second = new_event_id();
+        for id in [&first, &second] {
+            assert_eq!(id.len(), 32, "{id}");
+            assert!(id[..19].bytes().all(|b| b.is_ascii_digit()), "{id}");
+            assert!(id[19..].bytes().all(|b| b.is_ascii_alphanumeric()), "{id}");
+        }
+        assert!(first[..19] <= second[..19], "{first} then {second}");
+        assert_ne!(first, second);
+    }
 }

@@ -38,7 +38,7 @@ use crossbeam_channel::Sender;
 pub use sql::{Conn, DbError, Dialect, Row, SqlBuilder, Value};
 pub use sqlite::Synchronous;
 
-use pool::{Completion, ReadJob, WriteJob};
+use pool::{Completion, OnceJob, ReadJob, RepeatableJob, WriteJob};
 
 /// Where the data lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,7 +150,7 @@ impl Store {
         E: From<DbError> + Send + 'static,
     {
         let (tx, rx) = tokio::sync::oneshot::channel::<Result<T, E>>();
-        let job: WriteJob = Box::new(move |conn: &mut dyn Conn| {
+        let job: WriteJob = Box::new(OnceJob::new(Box::new(move |conn: &mut dyn Conn| {
             let result = f(conn);
             let kept = result.is_ok();
             let complete: Completion = Box::new(move |commit: Result<(), DbError>| {
@@ -162,7 +162,25 @@ impl Store {
                 let _ = tx.send(answer);
             });
             (kept, complete)
-        });
+        })));
+        self.writes
+            .send(job)
+            .map_err(|_| E::from(DbError::Closed))?;
+        rx.await.map_err(|_| E::from(DbError::Closed))?
+    }
+
+    /// Like [`Store::write`], for the hot paths: `f` may run more than once (its changes
+    /// rolled back in between), so it must do nothing but statements on the connection and
+    /// build its result from them. In exchange it skips the per-write savepoint of a group
+    /// commit unless a write of its batch fails (see the `pool` module).
+    pub async fn write_repeatable<T, E, F>(&self, f: F) -> Result<T, E>
+    where
+        F: FnMut(&mut dyn Conn) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: From<DbError> + Send + 'static,
+    {
+        let (tx, rx) = tokio::sync::oneshot::channel::<Result<T, E>>();
+        let job: WriteJob = Box::new(RepeatableJob::new(f, tx));
         self.writes
             .send(job)
             .map_err(|_| E::from(DbError::Closed))?;

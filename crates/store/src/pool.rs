@@ -1,17 +1,41 @@
 //! The job protocol between async callers and the database threads, shared by both backends.
 //!
 //! Writes are closures run inside a transaction on a database thread. A thread takes every
-//! write waiting in its queue (up to a batch limit), runs each under its own savepoint, and
-//! commits them together: one commit, one fsync, many requests (group commit). Each caller is
-//! answered only after the commit that holds its change, so a reply means durable.
+//! write waiting in its queue (up to a batch limit) and commits them together: one commit,
+//! one fsync, many requests (group commit). Each caller is answered only after the commit
+//! that holds its change, so a reply means durable.
+//!
+//! A write that fails must leave nothing behind, while the others of its batch are kept.
+//! Two kinds of job get that differently:
+//!
+//! - A *repeatable* job (a closure that can run again and touches nothing but the
+//!   connection) runs first, without a savepoint: savepoints are what group commit costs
+//!   most on SQLite (every page a job touches is copied to the sub-journal again for each
+//!   job). When one of them fails, the whole transaction is rolled back and the repeatable
+//!   jobs run again, each under its own savepoint, so the result is exactly what savepoints
+//!   would have given: a failed job leaves nothing, the others see only kept changes.
+//! - A *once* job (a closure that can run only once) always runs under its own savepoint.
 
 use crate::sql::{Conn, DbError};
 
 /// Called once the batch holding a write has committed (or failed to).
 pub(crate) type Completion = Box<dyn FnOnce(Result<(), DbError>) + Send>;
 
-/// A write: runs on the database thread; says whether its changes are kept and how to answer.
-pub(crate) type WriteJob = Box<dyn FnOnce(&mut dyn Conn) -> (bool, Completion) + Send>;
+/// A write as the database thread sees it.
+pub(crate) trait Job: Send {
+    /// Runs the write on `conn`; says whether its changes are kept. A repeatable job may be
+    /// run again after its changes were rolled back; only its last run counts.
+    fn run(&mut self, conn: &mut dyn Conn) -> bool;
+
+    /// Whether [`Job::run`] may be called more than once.
+    fn repeatable(&self) -> bool;
+
+    /// Answers the caller with the outcome of the commit (after its last run).
+    fn finish(self: Box<Self>, commit: Result<(), DbError>);
+}
+
+/// A write queued for a database thread.
+pub(crate) type WriteJob = Box<dyn Job>;
 
 /// A read: runs outside any explicit transaction and answers by itself.
 pub(crate) type ReadJob = Box<dyn FnOnce(&mut dyn Conn) + Send>;
@@ -19,39 +43,153 @@ pub(crate) type ReadJob = Box<dyn FnOnce(&mut dyn Conn) + Send>;
 /// Most writes committed in one transaction.
 pub(crate) const MAX_BATCH: usize = 256;
 
-/// Runs a batch of writes with savepoints on `conn` and answers every caller after the commit.
+/// The closure of a [`OnceJob`]: gives its keep flag and how to answer.
+pub(crate) type OnceFn = Box<dyn FnOnce(&mut dyn Conn) -> (bool, Completion) + Send>;
+
+/// A write that runs once.
+pub(crate) struct OnceJob {
+    run: Option<OnceFn>,
+    complete: Option<Completion>,
+}
+
+impl OnceJob {
+    pub(crate) fn new(f: OnceFn) -> Self {
+        Self {
+            run: Some(f),
+            complete: None,
+        }
+    }
+}
+
+impl Job for OnceJob {
+    fn run(&mut self, conn: &mut dyn Conn) -> bool {
+        match self.run.take() {
+            Some(f) => {
+                let (kept, complete) = f(conn);
+                self.complete = Some(complete);
+                kept
+            }
+            None => false,
+        }
+    }
+
+    fn repeatable(&self) -> bool {
+        false
+    }
+
+    fn finish(self: Box<Self>, commit: Result<(), DbError>) {
+        // A job that never ran is dropped: its caller sees `DbError::Closed`.
+        if let Some(complete) = self.complete {
+            complete(commit);
+        }
+    }
+}
+
+/// A write that may run several times; the last run's result is the answer.
+pub(crate) struct RepeatableJob<T, E, F> {
+    f: F,
+    result: Option<Result<T, E>>,
+    answer: Option<tokio::sync::oneshot::Sender<Result<T, E>>>,
+}
+
+impl<T, E, F> RepeatableJob<T, E, F> {
+    pub(crate) fn new(f: F, answer: tokio::sync::oneshot::Sender<Result<T, E>>) -> Self {
+        Self {
+            f,
+            result: None,
+            answer: Some(answer),
+        }
+    }
+}
+
+impl<T, E, F> Job for RepeatableJob<T, E, F>
+where
+    F: FnMut(&mut dyn Conn) -> Result<T, E> + Send,
+    T: Send,
+    E: From<DbError> + Send,
+{
+    fn run(&mut self, conn: &mut dyn Conn) -> bool {
+        let result = (self.f)(conn);
+        let kept = result.is_ok();
+        self.result = Some(result);
+        kept
+    }
+
+    fn repeatable(&self) -> bool {
+        true
+    }
+
+    fn finish(mut self: Box<Self>, commit: Result<(), DbError>) {
+        let (Some(result), Some(answer)) = (self.result.take(), self.answer.take()) else {
+            return;
+        };
+        let reply = match (result, commit) {
+            (Ok(v), Ok(())) => Ok(v),
+            (Ok(_), Err(e)) => Err(E::from(e)),
+            (Err(e), _) => Err(e),
+        };
+        let _ = answer.send(reply);
+    }
+}
+
+/// Runs `job` under a savepoint (undone if the job fails); says whether it was kept.
+fn run_in_savepoint(conn: &mut dyn Conn, job: &mut dyn Job) -> bool {
+    if let Err(e) = conn.execute("SAVEPOINT job", &[]) {
+        tracing::error!(error = %e, "could not open a savepoint");
+    }
+    let kept = job.run(conn);
+    // Single statements through the statement cache: this runs for every write.
+    let undo = if kept {
+        conn.execute("RELEASE SAVEPOINT job", &[])
+    } else {
+        conn.execute("ROLLBACK TO SAVEPOINT job", &[])
+            .and_then(|_| conn.execute("RELEASE SAVEPOINT job", &[]))
+    };
+    if let Err(e) = undo {
+        tracing::error!(error = %e, "could not close a savepoint");
+    }
+    kept
+}
+
+/// Runs a batch of writes on `conn` and answers every caller after the commit.
 ///
-/// `begin` and `commit` are the backend's statements. A single job runs without a savepoint
-/// (its failure rolls the whole transaction back instead).
+/// `begin` is the backend's statement that opens a write transaction. A batch of one job
+/// runs without a savepoint (its failure rolls the whole transaction back instead).
 pub(crate) fn run_write_batch(conn: &mut dyn Conn, begin: &str, batch: Vec<WriteJob>) {
-    let single = batch.len() == 1;
+    let (mut repeatable, mut once): (Vec<WriteJob>, Vec<WriteJob>) =
+        batch.into_iter().partition(|job| job.repeatable());
     if let Err(e) = conn.batch(begin) {
         // Dropping the jobs unblocks their callers with `DbError::Closed`.
         tracing::error!(error = %e, "could not begin a write transaction");
-        drop(batch);
         return;
     }
-    let mut completions: Vec<Completion> = Vec::with_capacity(batch.len());
     let mut any_kept = false;
-    for job in batch {
-        if !single && let Err(e) = conn.execute("SAVEPOINT job", &[]) {
-            tracing::error!(error = %e, "could not open a savepoint");
-        }
-        let (ok, complete) = job(conn);
-        if !single {
-            // Single statements through the statement cache: this runs for every write.
-            let undo = if ok {
-                conn.execute("RELEASE SAVEPOINT job", &[])
-            } else {
-                conn.execute("ROLLBACK TO SAVEPOINT job", &[])
-                    .and_then(|_| conn.execute("RELEASE SAVEPOINT job", &[]))
-            };
-            if let Err(e) = undo {
-                tracing::error!(error = %e, "could not close a savepoint");
+    if once.is_empty() && repeatable.len() == 1 {
+        any_kept = repeatable[0].run(conn);
+    } else if !repeatable.is_empty() {
+        // Fast path: no savepoints, stopping at the first failure.
+        let all_kept = repeatable.iter_mut().all(|job| job.run(conn));
+        if all_kept {
+            any_kept = true;
+        } else {
+            // Undo the whole attempt and give every job the savepoint semantics.
+            let restart = conn.batch("ROLLBACK").and_then(|()| conn.batch(begin));
+            if let Err(e) = restart {
+                tracing::error!(error = %e, "could not restart a write transaction");
+                return;
+            }
+            for job in &mut repeatable {
+                any_kept |= run_in_savepoint(conn, job.as_mut());
             }
         }
-        any_kept |= ok;
-        completions.push(complete);
+    }
+    let single = repeatable.is_empty() && once.len() == 1;
+    for job in &mut once {
+        any_kept |= if single {
+            job.run(conn)
+        } else {
+            run_in_savepoint(conn, job.as_mut())
+        };
     }
     let outcome = if any_kept {
         conn.batch("COMMIT")
@@ -61,7 +199,7 @@ pub(crate) fn run_write_batch(conn: &mut dyn Conn, begin: &str, batch: Vec<Write
     if outcome.is_err() {
         let _ = conn.batch("ROLLBACK");
     }
-    for complete in completions {
-        complete(outcome.clone());
+    for job in repeatable.into_iter().chain(once) {
+        job.finish(outcome.clone());
     }
 }

@@ -63,12 +63,14 @@ pub fn lookup(conn: &mut dyn Conn, e164: &str) -> Result<Option<Rate>, DbError> 
     while candidates.len() < CANDIDATES {
         candidates.push("+".into());
     }
-    let placeholders: Vec<String> = (1..=CANDIDATES).map(|i| format!("${i}")).collect();
-    let sql = format!(
-        "SELECT {COLUMNS} FROM rates WHERE prefix IN ({}) ORDER BY length(prefix) DESC LIMIT 1",
-        placeholders.join(", ")
-    );
-    conn.query_opt(&sql, &candidates)?
+    static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        let placeholders: Vec<String> = (1..=CANDIDATES).map(|i| format!("${i}")).collect();
+        format!(
+            "SELECT {COLUMNS} FROM rates WHERE prefix IN ({}) ORDER BY length(prefix) DESC LIMIT 1",
+            placeholders.join(", ")
+        )
+    });
+    conn.query_opt(&SQL, &candidates)?
         .map(|r| from_row(&r))
         .transpose()
 }

@@ -96,11 +96,9 @@ pub struct NewRun<'a> {
 pub fn create(conn: &mut dyn Conn, new: &NewRun<'_>, now: Timestamp) -> Result<Run, DbError> {
     loop {
         let sid = Sid::generate();
-        let row = conn.query_opt(
-            &format!(
-                "INSERT INTO runs (sid, account_id, scenario_sid, scenario_name, script, type, status, call_id, started, updated) \
-                 VALUES ($1, $2, $3, $4, $5, $6, 'running', $7, $8, $8) ON CONFLICT (sid) DO NOTHING RETURNING {COLUMNS}"
-            ),
+        let id = conn.insert_id(
+            "INSERT INTO runs (sid, account_id, scenario_sid, scenario_name, script, type, status, call_id, started, updated) \
+             VALUES ($1, $2, $3, $4, $5, $6, 'running', $7, $8, $8) ON CONFLICT (sid) DO NOTHING",
             params![
                 &sid,
                 new.account_id,
@@ -112,8 +110,9 @@ pub fn create(conn: &mut dyn Conn, new: &NewRun<'_>, now: Timestamp) -> Result<R
                 now
             ],
         )?;
-        if let Some(r) = row {
-            return from_row(&r);
+        if let Some(id) = id {
+            return by_id(conn, id)?
+                .ok_or_else(|| DbError::Other(format!("run {id} vanished after its insert")));
         }
     }
 }

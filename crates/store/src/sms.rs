@@ -126,13 +126,11 @@ pub struct NewSms {
 pub fn insert(conn: &mut dyn Conn, new: &NewSms, now: Timestamp) -> Result<Sms, DbError> {
     loop {
         let sid = Sid::generate();
-        let row = conn.query_opt(
-            &format!(
-                "INSERT INTO sms (sid, account_id, direction, sender, recipient, body, encoding, parts, traffic_type, status, \
-                 user_data, flash, webhook_url, billing_debit, carrier, next_at, created, updated, delivered_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $17, $18) \
-                 ON CONFLICT (sid) DO NOTHING RETURNING {COLUMNS}"
-            ),
+        let id = conn.insert_id(
+            "INSERT INTO sms (sid, account_id, direction, sender, recipient, body, encoding, parts, traffic_type, status, \
+             user_data, flash, webhook_url, billing_debit, carrier, next_at, created, updated, delivered_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $17, $18) \
+             ON CONFLICT (sid) DO NOTHING",
             params![
                 &sid,
                 new.account_id,
@@ -154,8 +152,32 @@ pub fn insert(conn: &mut dyn Conn, new: &NewSms, now: Timestamp) -> Result<Sms, 
                 new.delivered_at
             ],
         )?;
-        if let Some(r) = row {
-            return from_row(&r);
+        if let Some(id) = id {
+            // The row is exactly what was written: no need to read it back.
+            return Ok(Sms {
+                id,
+                sid,
+                account_id: new.account_id,
+                direction: new.direction.to_owned(),
+                from: new.from.clone(),
+                to: new.to.clone(),
+                body: new.body.clone(),
+                encoding: new.encoding.to_owned(),
+                parts: new.parts,
+                traffic_type: new.traffic_type.map(str::to_owned),
+                status: new.status.to_owned(),
+                status_error: String::new(),
+                user_data: new.user_data.clone(),
+                flash: new.flash,
+                webhook_url: new.webhook_url.clone(),
+                billing_debit: new.billing_debit,
+                carrier: new.carrier.clone(),
+                next_at: new.next_at,
+                created: now,
+                updated: now,
+                sent_at: None,
+                delivered_at: new.delivered_at,
+            });
         }
     }
 }

@@ -256,6 +256,17 @@ pub trait Conn {
         Ok(self.query(sql, params)?.into_iter().next())
     }
 
+    /// Inserts one row and gives its `id`, or `None` when an `ON CONFLICT ... DO NOTHING`
+    /// skipped it. `sql` has no `RETURNING`: PostgreSQL adds `RETURNING id`; SQLite reads
+    /// the last rowid instead, because `RETURNING` makes SQLite keep a statement journal
+    /// (a copy of every page the statement touches).
+    fn insert_id(&mut self, sql: &str, params: &[Value]) -> Result<Option<i64>, DbError> {
+        match self.query_opt(&format!("{sql} RETURNING id"), params)? {
+            Some(row) => Ok(Some(row.int(0)?)),
+            None => Ok(None),
+        }
+    }
+
     /// Exactly one row.
     fn query_one(&mut self, sql: &str, params: &[Value]) -> Result<Row, DbError> {
         self.query_opt(sql, params)?

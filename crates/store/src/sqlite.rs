@@ -106,6 +106,11 @@ impl Conn for SqliteConn<'_> {
     fn batch(&mut self, sql: &str) -> Result<(), DbError> {
         self.0.execute_batch(sql).map_err(map_err)
     }
+
+    fn insert_id(&mut self, sql: &str, params: &[Value]) -> Result<Option<i64>, DbError> {
+        let changed = self.execute(sql, params)?;
+        Ok((changed > 0).then(|| self.0.last_insert_rowid()))
+    }
 }
 
 fn open(path: &Path, read_only: bool, sync: Synchronous) -> Result<Connection, DbError> {
@@ -131,7 +136,7 @@ fn open(path: &Path, read_only: bool, sync: Synchronous) -> Result<Connection, D
             .map_err(map_err)?;
     }
     conn.execute_batch(&format!(
-        "PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -32000;"
+        "PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON; PRAGMA cache_size = -32000;"
     ))
     .map_err(map_err)?;
     conn.set_prepared_statement_cache_capacity(256);

@@ -87,7 +87,7 @@ pub fn drive(
             };
             let out = state
                 .store
-                .write(move |c| commit(c, input))
+                .write_repeatable(move |c| commit(c, &input))
                 .await
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             let Some(out) = out else {
@@ -183,13 +183,16 @@ fn status_of(outcome: &Outcome) -> (&'static str, Option<String>) {
 
 /// Saves the step and applies its call effects in one transaction; None when the run
 /// changed since it was read.
-fn commit(c: &mut dyn Conn, input: CommitInput) -> Result<Option<CommitOutput>, ApiError> {
+/// Saves a step of a run with its effects. Runs as a repeatable write: nothing here acts
+/// outside the connection (outside work is returned in `io`).
+fn commit(c: &mut dyn Conn, input: &CommitInput) -> Result<Option<CommitOutput>, ApiError> {
     let CommitInput {
         run,
         step,
         now,
         simulated,
     } = input;
+    let now = *now;
     let mut call = match run.call_id {
         Some(id) => calls::by_id(c, id)?,
         None => None,
@@ -234,7 +237,7 @@ fn commit(c: &mut dyn Conn, input: CommitInput) -> Result<Option<CommitOutput>, 
         for command in &step.commands {
             apply(
                 c,
-                &run,
+                run,
                 &mut call,
                 command,
                 &mut waits,
@@ -251,7 +254,7 @@ fn commit(c: &mut dyn Conn, input: CommitInput) -> Result<Option<CommitOutput>, 
             }
         }
     }
-    settle(c, &run, call.as_ref(), &mut waits, &mut out, now)?;
+    settle(c, run, call.as_ref(), &mut waits, &mut out, now)?;
     let progress = Progress {
         status,
         state: state_json.as_deref(),

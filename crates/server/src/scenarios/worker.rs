@@ -16,7 +16,7 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
     let now = state.clock.now();
     let due = state
         .store
-        .write(move |c| runs::claim_due(c, now, LEASE_MS, BATCH))
+        .write_repeatable(move |c| runs::claim_due(c, now, LEASE_MS, BATCH))
         .await?;
     let n = due.len();
     for run in due {

@@ -66,13 +66,19 @@ pub async fn send(state: &AppState, account: &Account, out: Outgoing) -> ApiResu
     let (now, account_id, parent_id) = (state.clock.now(), account.id, account.parent_id);
     let shared_sender = state.config.shared_sender.clone();
     let carrier = state.carrier.network_for(out.to.as_str());
+    // The price is read before the write, off the single writer: a rate is the one in
+    // force when the request came.
+    let to = out.to.clone();
+    let rate = state
+        .store
+        .read(move |c| rates::lookup(c, to.as_str()))
+        .await?
+        .ok_or_else(|| ApiError::invalid("to", "no route to this destination"))?;
     let sms = state
         .store
-        .write(move |c| {
+        .write_repeatable(move |c| {
             let from =
                 resolve_sender(c, account_id, parent_id, &out.from, &out.to, &shared_sender)?;
-            let rate = rates::lookup(c, out.to.as_str())?
-                .ok_or_else(|| ApiError::invalid("to", "no route to this destination"))?;
             let parts = text.parts.len() as i64;
             let price = rate
                 .sms_price
@@ -83,16 +89,16 @@ pub async fn send(state: &AppState, account: &Account, out: Outgoing) -> ApiResu
                 direction: Direction::Outbound.as_str(),
                 from,
                 to: out.to.as_str().to_owned(),
-                body,
+                body: body.clone(),
                 encoding: text.encoding.as_str(),
                 parts,
                 traffic_type: Some(out.traffic_type.as_str()),
                 status: SmsStatus::Created.as_str(),
-                user_data: out.user_data,
+                user_data: out.user_data.clone(),
                 flash: out.flash,
-                webhook_url: out.webhook_url,
+                webhook_url: out.webhook_url.clone(),
                 billing_debit: price,
-                carrier,
+                carrier: carrier.clone(),
                 next_at: Some(now),
                 delivered_at: None,
             };

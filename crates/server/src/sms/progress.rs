@@ -101,7 +101,7 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
     let st = state.clone();
     let (to_submit, moved) = state
         .store
-        .write(move |c| {
+        .write_repeatable(move |c| {
             let mut modes = Modes::default();
             let mut submit = Vec::new();
             let mut moved = 0;
@@ -165,9 +165,9 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
     let now = state.clock.now();
     state
         .store
-        .write(move |c| {
+        .write_repeatable(move |c| {
             let mut modes = Modes::default();
-            for (sms, outcome) in outcomes {
+            for (sms, outcome) in &outcomes {
                 match outcome {
                     Ok(accepted) => {
                         c.execute(
@@ -184,9 +184,9 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
                                 &accepted.message_ids,
                                 now,
                             )?;
-                            apply(c, &st, &mut modes, &sms, SmsStatus::Sent, "", now)?;
+                            apply(c, &st, &mut modes, sms, SmsStatus::Sent, "", now)?;
                         } else {
-                            apply(c, &st, &mut modes, &sms, SmsStatus::Pending, "", now)?;
+                            apply(c, &st, &mut modes, sms, SmsStatus::Pending, "", now)?;
                         }
                     }
                     Err(rejected) if rejected.permanent => {
@@ -194,7 +194,7 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
                             c,
                             &st,
                             &mut modes,
-                            &sms,
+                            sms,
                             SmsStatus::Error,
                             &rejected.reason,
                             now,

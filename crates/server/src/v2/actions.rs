@@ -447,7 +447,7 @@ pub async fn start_run(
     let now = state.clock.now();
     let run = state
         .store
-        .write(move |c| {
+        .write_repeatable(move |c| {
             crate::scenarios::call::new_run(
                 c,
                 account,
@@ -455,7 +455,7 @@ pub async fn start_run(
                 "api",
                 None,
                 None,
-                variables,
+                variables.clone(),
                 now.plus_ms(30_000),
                 now,
             )

@@ -98,7 +98,7 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
     let lease = lease_ms(state);
     let due = state
         .store
-        .write(move |c| deliveries::claim(c, now, lease, BATCH))
+        .write_repeatable(move |c| deliveries::claim(c, now, lease, BATCH))
         .await?;
     if due.is_empty() {
         return Ok(0);
@@ -137,7 +137,7 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
     let now = state.clock.now();
     state
         .store
-        .write(move |c| {
+        .write_repeatable(move |c| {
             for (a, ok) in &results {
                 let next = if *ok {
                     Next::Delivered

@@ -1,0 +1,153 @@
+//! Group commit keeps each write's all-or-nothing meaning: a write that fails leaves nothing
+//! behind, the writes committed with it are kept and see only kept changes, and a repeatable
+//! write's answer is that of its last run. On SQLite and, with DIALTONE_TEST_DATABASE_URL,
+//! on PostgreSQL (in a schema of its own).
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use dialtone_store::{Conn, DatabaseUrl, DbError, Store, StoreOptions, params};
+
+#[derive(Debug)]
+enum Failure {
+    Refused,
+    Db(DbError),
+}
+
+impl From<DbError> for Failure {
+    fn from(e: DbError) -> Self {
+        Self::Db(e)
+    }
+}
+
+fn insert(c: &mut dyn Conn, key: &str, by: &str) -> Result<(), DbError> {
+    c.execute(
+        "INSERT INTO t (k, by_job) VALUES ($1, $2)",
+        params![key, by],
+    )
+    .map(|_| ())
+}
+
+async fn rows(store: &Store) -> Vec<(String, String)> {
+    store
+        .read(|c| {
+            c.query("SELECT k, by_job FROM t ORDER BY k", params![])?
+                .iter()
+                .map(|r| Ok((r.text(0)?, r.text(1)?)))
+                .collect::<Result<Vec<_>, DbError>>()
+        })
+        .await
+        .expect("read the table")
+}
+
+/// Holds the writer until every other write is queued, so they commit in one batch, then
+/// checks what each was answered and what the table holds.
+async fn one_batch(store: &Store) {
+    let (release, wait) = mpsc::channel::<()>();
+    let blocker = store.write(move |_c| {
+        let _ = wait.recv_timeout(Duration::from_secs(10));
+        Ok::<_, DbError>(())
+    });
+    // `join!` polls its futures in order: each write is queued before the release runs.
+    let (blocked, first, failed, second, db_error, once, counted, ()) = tokio::join!(
+        blocker,
+        store.write_repeatable(|c| insert(c, "a", "first").map_err(Failure::from)),
+        // Fails after writing two rows: neither may stay.
+        store.write_repeatable(|c| {
+            insert(c, "dup", "failed")?;
+            insert(c, "only-failed", "failed")?;
+            Err::<(), _>(Failure::Refused)
+        }),
+        // Writes the key the failed write wrote: it must succeed.
+        store.write_repeatable(|c| insert(c, "dup", "second").map_err(Failure::from)),
+        // A database error (the key exists since before the batch).
+        store.write_repeatable(|c| insert(c, "pre", "db-error").map_err(Failure::from)),
+        store.write(|c| insert(c, "once", "once")),
+        // Answers what it saw: its last run sees kept rows only.
+        store.write_repeatable(|c| {
+            let seen = c
+                .query("SELECT k FROM t WHERE by_job = 'failed'", params![])?
+                .len();
+            insert(c, "z", "counted")?;
+            Ok::<_, Failure>(seen)
+        }),
+        async move {
+            let _ = release.send(());
+        },
+    );
+    blocked.expect("the blocking write");
+    first.expect("the first write is kept");
+    assert!(matches!(failed, Err(Failure::Refused)), "{failed:?}");
+    second.expect("a write after a failed one does not see its rows");
+    assert!(
+        matches!(db_error, Err(Failure::Db(DbError::UniqueViolation(_)))),
+        "{db_error:?}"
+    );
+    once.expect("a once write in the same batch is kept");
+    assert_eq!(counted.expect("the counting write"), 0);
+    let expected: Vec<(String, String)> = [
+        ("a", "first"),
+        ("dup", "second"),
+        ("once", "once"),
+        ("pre", "before"),
+        ("z", "counted"),
+    ]
+    .iter()
+    .map(|(k, b)| ((*k).to_owned(), (*b).to_owned()))
+    .collect();
+    assert_eq!(rows(store).await, expected);
+}
+
+async fn prepare(store: &Store) {
+    store
+        .write(|c| {
+            c.batch("CREATE TABLE t (k TEXT PRIMARY KEY, by_job TEXT NOT NULL)")?;
+            insert(c, "pre", "before")
+        })
+        .await
+        .expect("create the table");
+}
+
+#[tokio::test]
+async fn failed_writes_leave_nothing_and_spare_their_batch_sqlite() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = DatabaseUrl::Sqlite(dir.path().join("t.db"));
+    let store = Store::open(&url, &StoreOptions::default())
+        .await
+        .expect("open SQLite");
+    prepare(&store).await;
+    one_batch(&store).await;
+}
+
+#[tokio::test]
+async fn failed_writes_leave_nothing_and_spare_their_batch_postgres() {
+    let Ok(admin) = std::env::var("DIALTONE_TEST_DATABASE_URL") else {
+        eprintln!("SKIPPED: set DIALTONE_TEST_DATABASE_URL to run this test on PostgreSQL");
+        return;
+    };
+    let schema = format!("gc_{}", std::process::id());
+    let setup = |sql: String| {
+        let admin = admin.clone();
+        std::thread::spawn(move || {
+            let mut c = postgres::Client::connect(&admin, postgres::NoTls).expect("connect");
+            c.batch_execute(&sql).expect("schema");
+        })
+        .join()
+        .expect("join");
+    };
+    setup(format!(
+        "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
+    ));
+    let sep = if admin.contains('?') { '&' } else { '?' };
+    let url = DatabaseUrl::Postgres(format!("{admin}{sep}options=-csearch_path%3D{schema}"));
+    // One connection: every write goes through the same queue and batches.
+    let options = StoreOptions {
+        connections: 1,
+        ..StoreOptions::default()
+    };
+    let store = Store::open(&url, &options).await.expect("open PostgreSQL");
+    prepare(&store).await;
+    one_batch(&store).await;
+    drop(store);
+    setup(format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
+}
