@@ -18,6 +18,12 @@ use serde_json::{Value, json};
 
 use crate::{load, receiver, seed, server};
 
+/// Calls every export task of the test must list, each exactly once.
+const EXPORTED_CALLS: u64 = 20_000;
+/// The export every task runs (the seeded calls' 30 days).
+const EXPORT: &str =
+    "/v2.0/calls/export?direction=inbound&from=2025-05-14T00:00:00Z&to=2025-06-14T00:00:00Z";
+
 /// Runs the test; Err when anything was lost or broken.
 pub async fn run(
     binary: &std::path::Path,
@@ -31,6 +37,10 @@ pub async fn run(
     );
     let mut srv = server::Server::start(binary, pg).await?;
     let key = srv.account("crash", "100000000.00").await?;
+    // Calls for the export tasks that run through the kills (seeded with the server down).
+    srv.stop().await?;
+    seed::calls(&srv.database_url, &srv.account_sid()?, EXPORTED_CALLS).await?;
+    srv.restart(binary).await?;
     let buyers = [
         srv.account("buyer-1", "100000000.00").await?,
         srv.account("buyer-2", "100000000.00").await?,
@@ -155,6 +165,29 @@ pub async fn run(
         });
     }
 
+    // One client starts an export task every 1.5 s, round-robin over the nodes (an account
+    // may start 5 a day: they run through the first kills).
+    let exports = Arc::new(Mutex::new(Vec::<String>::new()));
+    {
+        let (base, exports, stop, key) = (base.clone(), exports.clone(), stop.clone(), key.clone());
+        clients.spawn(async move {
+            let mut i = 0usize;
+            while !stop.load(Ordering::Relaxed) {
+                i += 1;
+                let b = base
+                    .read()
+                    .map(|b| b[i % b.len()].clone())
+                    .unwrap_or_default();
+                if let Ok((202, t)) = load::once_key(&b, "POST", EXPORT, &key, None).await
+                    && let (Some(id), Ok(mut all)) = (t["taskid"].as_str(), exports.lock())
+                {
+                    all.push(id.to_owned());
+                }
+                tokio::time::sleep(Duration::from_millis(1500)).await;
+            }
+        });
+    }
+
     let started = Instant::now();
     let mut rng = 0x9E37_79B9u32;
     for k in 0..kills {
@@ -198,7 +231,13 @@ pub async fn run(
                         params![],
                     )?
                     .int(0)?;
-                Ok::<_, dialtone_store::DbError>(sms + hooks)
+                let tasks = c
+                    .query_one(
+                        "SELECT COUNT(*) FROM tasks WHERE status IN ('PENDING', 'RUNNING')",
+                        params![],
+                    )?
+                    .int(0)?;
+                Ok::<_, dialtone_store::DbError>(sms + hooks + tasks)
             })
             .await?;
         if busy == 0 {
@@ -206,7 +245,7 @@ pub async fn run(
         }
         anyhow::ensure!(
             t0.elapsed() < Duration::from_secs(180),
-            "{busy} SMS or deliveries never finished"
+            "{busy} SMS, deliveries or tasks never finished"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -308,13 +347,26 @@ pub async fn run(
     for (_, n) in &bought {
         anyhow::ensure!(sold.insert(n.clone()), "{n} was sold twice");
     }
+    // 6. Every export task accepted finished, listing every call exactly once: no slice
+    // was lost in a kill or written twice by two runners.
+    let exports = exports.lock().map(|e| e.clone()).unwrap_or_default();
+    let checked = check_exports(&store, &exports).await?;
     let mut tries = HashSet::new();
     let repeated_tries = seen.iter().filter(|t| !tries.insert((*t).clone())).count();
+    // A claim uses up its try number, so even a try lost in a kill is never sent again
+    // under the same number, by this node or another.
+    anyhow::ensure!(
+        repeated_tries == 0,
+        "{repeated_tries} (event, try) pairs were delivered twice"
+    );
     let unique_events = seen_ids.len();
 
     println!(
         "  {} numbers bought by 2 accounts racing through different nodes, none sold twice",
         bought.len()
+    );
+    println!(
+        "  {checked} export tasks started through the kills, all DONE, each listing the {EXPORTED_CALLS} calls exactly once"
     );
     println!(
         "crash test ({nodes} node(s)): {kills} kills survived in {:.1} s of load; {} SMS answered 2xx, {} stored (the rest: committed, answer lost in a kill), none lost",
@@ -323,7 +375,7 @@ pub async fn run(
         stored.len()
     );
     println!(
-        "  {} status moves checked against the seed's table; {} events committed, all {} delivered at least once ({} deliveries, {} repeats of a (event, try) after kills); drained in {:.1} s",
+        "  {} status moves checked against the seed's table; {} events committed, all {} delivered at least once ({} deliveries, {} (event, try) pairs sent twice); drained in {:.1} s",
         history_rows.len(),
         committed.len(),
         unique_events,
@@ -332,4 +384,50 @@ pub async fn run(
         drained.as_secs_f64()
     );
     Ok(())
+}
+
+/// Reads each task's CSV back from its stored chunks: DONE, a header, and every seeded call
+/// exactly once. Returns how many tasks were checked.
+async fn check_exports(store: &dialtone_store::Store, taskids: &[String]) -> anyhow::Result<usize> {
+    for taskid in taskids {
+        let id = taskid.clone();
+        let (status, chunks) = store
+            .read(move |c| {
+                let task = c.query_one(
+                    "SELECT id, status FROM tasks WHERE taskid = $1",
+                    params![id.as_str()],
+                )?;
+                let chunks = c.query(
+                    "SELECT data FROM export_chunks WHERE task_id = $1 ORDER BY seq",
+                    params![task.int(0)?],
+                )?;
+                let chunks = chunks
+                    .iter()
+                    .map(|r| r.blob(0))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok::<_, dialtone_store::DbError>((task.text(1)?, chunks))
+            })
+            .await?;
+        anyhow::ensure!(status == "DONE", "export task {taskid} ended {status}");
+        let csv = String::from_utf8(chunks.concat())?;
+        let mut lines = csv.lines();
+        anyhow::ensure!(
+            lines.next().is_some_and(|h| h.contains(',')),
+            "export {taskid} has no header"
+        );
+        let mut seen = HashSet::new();
+        for line in lines {
+            let first = line.split(',').next().unwrap_or_default().to_owned();
+            anyhow::ensure!(
+                seen.insert(first.clone()),
+                "export {taskid} lists {first} twice"
+            );
+        }
+        anyhow::ensure!(
+            seen.len() as u64 == EXPORTED_CALLS,
+            "export {taskid} lists {} calls of {EXPORTED_CALLS}",
+            seen.len()
+        );
+    }
+    Ok(taskids.len())
 }

@@ -49,6 +49,10 @@ struct Args {
     /// Server processes of the crash test (several need --database-url).
     #[arg(long, default_value_t = 1)]
     nodes: usize,
+    /// Run this server binary instead of building the release one (CI runs the crash test
+    /// on the debug build it already has; figures need the release build).
+    #[arg(long)]
+    server_binary: Option<std::path::PathBuf>,
 }
 
 fn wanted(args: &Args, name: &str) -> bool {
@@ -66,7 +70,10 @@ fn asked(args: &Args, name: &str) -> bool {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let binary = server::build_release()?;
+    let binary = match &args.server_binary {
+        Some(path) => path.clone(),
+        None => server::build_release()?,
+    };
     println!(
         "dialtone benchmark: {} cores, database {}",
         std::thread::available_parallelism().map_or(0, |n| n.get()),

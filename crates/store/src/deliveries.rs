@@ -56,9 +56,11 @@ pub fn claim(
         params![now, limit],
     )?;
     let due: Vec<Due> = rows.iter().map(due_from_row).collect::<Result<_, _>>()?;
+    // The claim uses up its try: a node that dies after sending leaves the next claim to
+    // send the following try number, so no (event, try) pair is ever sent twice.
     for d in &due {
         conn.execute(
-            "UPDATE deliveries SET next_at = $1 WHERE id = $2",
+            "UPDATE deliveries SET next_at = $1, next_try = next_try + 1 WHERE id = $2",
             params![now.plus_ms(lease_ms), d.id],
         )?;
     }
@@ -109,7 +111,9 @@ pub enum Next {
     Skipped,
 }
 
-/// Records a try and what follows it.
+/// Records a try and what follows it. A try whose claim was taken over meanwhile (its lease
+/// ran out and another node claimed the next try) is recorded in the attempts but leaves the
+/// delivery to the node that holds it now.
 pub fn record(
     conn: &mut dyn Conn,
     attempt: &Attempt,
@@ -122,15 +126,15 @@ pub fn record(
             params![attempt.delivery_id, attempt.try_number, attempt.status_code, attempt.duration_ms, attempt.error.clone(), now],
         )?;
     }
-    let (status, next_try, next_at) = match next {
-        Next::Delivered => ("delivered", attempt.try_number, None),
-        Next::RetryAt(at) => ("pending", attempt.try_number + 1, Some(at)),
-        Next::Dead => ("dead", attempt.try_number, None),
-        Next::Skipped => ("skipped", attempt.try_number, None),
+    let (status, next_at) = match next {
+        Next::Delivered => ("delivered", None),
+        Next::RetryAt(at) => ("pending", Some(at)),
+        Next::Dead => ("dead", None),
+        Next::Skipped => ("skipped", None),
     };
     conn.execute(
-        "UPDATE deliveries SET status = $1, next_try = $2, next_at = $3, updated = $4 WHERE id = $5",
-        params![status, next_try, next_at, now, attempt.delivery_id],
+        "UPDATE deliveries SET status = $1, next_at = $2, updated = $3 WHERE id = $4 AND next_try = $5",
+        params![status, next_at, now, attempt.delivery_id, attempt.try_number + 1],
     )?;
     Ok(())
 }

@@ -32,6 +32,40 @@ pub enum Begin {
     Mismatch,
     /// The first request with this key is still running.
     InFlight,
+    /// The first request with this key committed its change but its process died before
+    /// its answer was kept: running it again would act twice, so it is not run.
+    AnswerLost,
+}
+
+tokio::task_local! {
+    /// The keyed request a task is running: `(account id, key)`.
+    static SCOPE: (i64, String);
+}
+
+/// Runs `request` as the keyed request `(account_id, key)`: every write it makes through
+/// [`crate::Store`] also marks the key as committed, in the write's own transaction. So a
+/// process killed after the request's change and before its answer is kept leaves a key
+/// that says so, and a retry is refused instead of acting twice.
+pub async fn scope<F: std::future::Future>(account_id: i64, key: String, request: F) -> F::Output {
+    SCOPE.scope((account_id, key), request).await
+}
+
+/// The keyed request of the current task, if any.
+pub(crate) fn current() -> Option<(i64, String)> {
+    SCOPE.try_with(Clone::clone).ok()
+}
+
+/// Marks the key as committed (called in the transaction of a write of a keyed request).
+pub(crate) fn mark_committed(
+    conn: &mut dyn Conn,
+    account_id: i64,
+    key: &str,
+) -> Result<(), DbError> {
+    conn.execute(
+        "UPDATE idempotency_keys SET committed = $1 WHERE account_id = $2 AND key = $3",
+        params![true, account_id, key],
+    )?;
+    Ok(())
 }
 
 /// Takes `key` for a request whose method, path and body hash to `request_hash`, holding it
@@ -59,7 +93,7 @@ pub fn begin(
         return Ok(Begin::Run);
     }
     let Some(row) = conn.query_opt(
-        "SELECT request_hash, status, content_type, body, locked_until FROM idempotency_keys \
+        "SELECT request_hash, status, content_type, body, locked_until, committed FROM idempotency_keys \
          WHERE account_id = $1 AND key = $2",
         params![account_id, key],
     )?
@@ -78,6 +112,9 @@ pub fn begin(
     }
     if row.timestamp(4)? > now {
         return Ok(Begin::InFlight);
+    }
+    if row.bool(5)? {
+        return Ok(Begin::AnswerLost);
     }
     // The first attempt died before answering: the retry runs, holding the key again.
     conn.execute(
@@ -108,11 +145,12 @@ pub fn finish(
     Ok(())
 }
 
-/// Frees a key whose request failed without a definite answer (a 5xx), so a retry runs.
+/// Frees a key whose request failed without a definite answer (a 5xx) and committed
+/// nothing, so a retry runs.
 pub fn release(conn: &mut dyn Conn, account_id: i64, key: &str) -> Result<(), DbError> {
     conn.execute(
-        "DELETE FROM idempotency_keys WHERE account_id = $1 AND key = $2 AND status IS NULL",
-        params![account_id, key],
+        "DELETE FROM idempotency_keys WHERE account_id = $1 AND key = $2 AND status IS NULL AND committed = $3",
+        params![account_id, key, false],
     )?;
     Ok(())
 }

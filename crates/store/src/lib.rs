@@ -150,8 +150,9 @@ impl Store {
         E: From<DbError> + Send + 'static,
     {
         let (tx, rx) = tokio::sync::oneshot::channel::<Result<T, E>>();
+        let keyed = idempotency::current();
         let job: WriteJob = Box::new(OnceJob::new(Box::new(move |conn: &mut dyn Conn| {
-            let result = f(conn);
+            let result = within_keyed_request(conn, keyed.as_ref(), f);
             let kept = result.is_ok();
             let complete: Completion = Box::new(move |commit: Result<(), DbError>| {
                 let answer = match (result, commit) {
@@ -180,6 +181,9 @@ impl Store {
         E: From<DbError> + Send + 'static,
     {
         let (tx, rx) = tokio::sync::oneshot::channel::<Result<T, E>>();
+        let keyed = idempotency::current();
+        let mut f = f;
+        let f = move |conn: &mut dyn Conn| within_keyed_request(conn, keyed.as_ref(), &mut f);
         let job: WriteJob = Box::new(RepeatableJob::new(f, tx));
         self.writes
             .send(job)
@@ -208,4 +212,22 @@ impl Store {
             .await
             .is_ok()
     }
+}
+
+/// Runs a write; in a keyed request (see [`idempotency::scope`]) a kept write also marks the
+/// key as committed, in the same transaction.
+fn within_keyed_request<T, E, F>(
+    conn: &mut dyn Conn,
+    keyed: Option<&(i64, String)>,
+    f: F,
+) -> Result<T, E>
+where
+    F: FnOnce(&mut dyn Conn) -> Result<T, E>,
+    E: From<DbError>,
+{
+    let value = f(conn)?;
+    if let Some((account_id, key)) = keyed {
+        idempotency::mark_committed(conn, *account_id, key)?;
+    }
+    Ok(value)
 }

@@ -39,6 +39,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(11, "0011_rate_limits"),
     migration!(12, "0012_sms_parts"),
     migration!(13, "0013_inbound_parts"),
+    migration!(14, "0014_idempotency_committed"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

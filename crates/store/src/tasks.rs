@@ -106,6 +106,21 @@ pub fn by_id(conn: &mut dyn Conn, id: i64) -> Result<Option<Task>, DbError> {
     .transpose()
 }
 
+/// A task by its internal key, locked until the transaction ends on PostgreSQL (SQLite has
+/// one writer): a slice runs on the task as it is, never beside another runner's slice.
+pub fn lock(conn: &mut dyn Conn, id: i64) -> Result<Option<Task>, DbError> {
+    let lock = match conn.dialect() {
+        Dialect::Postgres => " FOR UPDATE",
+        Dialect::Sqlite => "",
+    };
+    conn.query_opt(
+        &format!("SELECT {COLUMNS} FROM tasks WHERE id = $1{lock}"),
+        params![id],
+    )?
+    .map(|r| from_row(&r))
+    .transpose()
+}
+
 /// Tasks of this type the account created since `since`.
 pub fn count_since(
     conn: &mut dyn Conn,

@@ -99,11 +99,23 @@ async fn keyed(state: &AppState, req: Request, next: Next) -> Result<Response, R
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             return Err(r);
         }
+        Begin::AnswerLost => {
+            return Err(ApiError::bad_request(
+                "idempotency_answer_lost",
+                "the request with this Idempotency-Key was carried out, but its answer was lost \
+                 when the server stopped; it is not run again: look its result up instead",
+            )
+            .into_response());
+        }
         Begin::Run => {}
     }
-    let response = next
-        .run(Request::from_parts(parts, Body::from(bytes)))
-        .await;
+    // Every write the request makes also marks the key as committed, in its transaction.
+    let response = idempotency::scope(
+        account,
+        key.clone(),
+        next.run(Request::from_parts(parts, Body::from(bytes))),
+    )
+    .await;
     let status = response.status();
     if status.is_server_error() {
         let k = key.clone();

@@ -154,9 +154,13 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
 /// One slice of a task, in one transaction: the safe point of cancels and crashes.
 fn slice(c: &mut dyn Conn, state: &AppState, task: &Task, secret: &str) -> Result<(), ApiError> {
     let now = state.clock.now();
-    let Some(task) = tasks::by_id(c, task.id)? else {
+    let Some(task) = tasks::lock(c, task.id)? else {
         return Ok(());
     };
+    if !matches!(task.status.as_str(), "PENDING" | "RUNNING") {
+        // Another runner finished it since this one claimed it.
+        return Ok(());
+    }
     if task.cancel_requested {
         move_to(c, &task, "CANCELED", None, None, now)?;
         return Ok(());

@@ -223,4 +223,39 @@ async fn a_running_request_holds_its_key(app: TestApp) {
         1,
         "the held request did not run twice"
     );
+    // The hold lapses, the request's change committed but its answer never kept (its
+    // process died in between): a retry is refused rather than run a second time.
+    app.clock.advance_ms(60_001);
+    let (status, body) = send(post()).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["code"], "idempotency_answer_lost");
+    assert_eq!(sms_count(&app, &acct).await, 1, "never sent twice");
+    // A request that died before committing anything still runs again after the hold.
+    let key_now = dialtone_domain::Clock::now(&app.clock);
+    let (status, _) = send(
+        app.req(&acct, Method::POST, SMS)
+            .header("Idempotency-Key", "died-early")
+            .json(&json!({"body": "y"})),
+    )
+    .await;
+    assert_eq!(status, 202);
+    let until = key_now.millis() + 60_000;
+    app.state
+        .store
+        .write(move |c| {
+            c.execute(
+                "UPDATE idempotency_keys SET status = NULL, committed = $1, locked_until = $2 WHERE key = 'died-early'",
+                &[false.into(), until.into()],
+            )
+        })
+        .await
+        .unwrap();
+    app.clock.advance_ms(60_001);
+    let (status, _) = send(
+        app.req(&acct, Method::POST, SMS)
+            .header("Idempotency-Key", "died-early")
+            .json(&json!({"body": "y"})),
+    )
+    .await;
+    assert_eq!(status, 202, "nothing was committed: it runs");
 }

@@ -19,6 +19,7 @@ both_backends!(
     per_sms_webhooks_have_no_hook_hash,
     json_rpc_subscriptions,
     two_nodes_never_send_the_same_try_twice,
+    a_try_lost_with_its_node_is_not_sent_again_under_its_number,
 );
 
 async fn subscribe(
@@ -607,4 +608,60 @@ async fn two_nodes_never_send_the_same_try_twice(app: TestApp) {
         .map(|r| r.json["data"]["n"].as_i64().unwrap())
         .collect();
     assert_eq!(values.len(), 1000);
+}
+
+/// A node claims a delivery and dies before recording it (it may or may not have sent it):
+/// once the claim's lease ends, another node sends the next try number, never the same
+/// one again, and a late record from the dead claim changes nothing.
+async fn a_try_lost_with_its_node_is_not_sent_again_under_its_number(app: TestApp) {
+    let acct = app.account().await;
+    let receiver = Receiver::start().await;
+    subscribe(&app, &acct, "billing.credit", &receiver.url, json!(null)).await;
+    let sid = dialtone_domain::Sid::parse(&acct.sid).unwrap();
+    let now = dialtone_domain::Clock::now(&app.clock);
+    let lost = app
+        .state
+        .store
+        .write(move |c| {
+            let account = dialtone_store::accounts::by_sid(c, &sid)?.unwrap();
+            dialtone_store::events::emit(c, account.id, "billing.credit", "{}", now)?;
+            // The node that dies: it claims the delivery and never records the try.
+            dialtone_store::deliveries::claim(c, now, 30_000, 10)
+        })
+        .await
+        .unwrap();
+    assert_eq!(lost.len(), 1);
+    assert_eq!(lost[0].try_number, 0);
+    // Within the lease nobody else sends it.
+    app.tick().await;
+    assert!(receiver.received().is_empty());
+    app.clock.advance_ms(30_001);
+    app.tick().await;
+    let got = receiver.received();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].json["try"], 1, "the lost claim used up try 0");
+    // The dead node's record arrives late: the delivery stays delivered.
+    let attempt = dialtone_store::deliveries::Attempt {
+        delivery_id: lost[0].id,
+        try_number: 0,
+        status_code: None,
+        duration_ms: 5,
+        error: Some("timeout".into()),
+    };
+    let later = now.plus_ms(40_000);
+    app.state
+        .store
+        .write(move |c| {
+            dialtone_store::deliveries::record(
+                c,
+                &attempt,
+                dialtone_store::deliveries::Next::RetryAt(later),
+                later,
+            )
+        })
+        .await
+        .unwrap();
+    app.clock.advance_ms(60_000);
+    app.tick().await;
+    assert_eq!(receiver.received().len(), 1, "delivered once, not retried");
 }

@@ -1,0 +1,1 @@
+ALTER TABLE idempotency_keys ADD COLUMN committed BOOLEAN NOT NULL DEFAULT FALSE;
