@@ -33,6 +33,14 @@ impl E164 {
         Ok(Self(text.to_owned()))
     }
 
+    /// Loads the numbering plan now. The phonenumber crate compiles every country's patterns
+    /// on first use (about 150 ms); the server calls this on a background thread at start so
+    /// that it is ready to serve before that, and a request that checks a number meanwhile
+    /// waits for the load instead of starting a second one.
+    pub fn warm_up() {
+        let _ = phonenumber::parse(None, "+33612345678");
+    }
+
     /// Checks only the E.164 shape (`+`, first digit 1-9, 8 to 15 digits in all).
     pub fn parse_format(text: &str) -> Result<Self, InvalidNumber> {
         let digits = text.strip_prefix('+').ok_or(InvalidNumber::Format)?;

@@ -68,6 +68,12 @@ impl Application {
             parsed: Arc::new(scenarios::ParsedCache::default()),
             limiter: Arc::default(),
         };
+        // The routes (with the OpenAPI document) are built on another core while the
+        // first start fills the inventory and rates.
+        let routes = {
+            let state = state.clone();
+            tokio::task::spawn_blocking(move || router(state))
+        };
         if state.config.default_inventory {
             numbers::inventory::load_default_if_empty(&state.store).await?;
         }
@@ -77,7 +83,7 @@ impl Application {
             state.clone(),
             carrier_events,
         ));
-        let router = router(state.clone());
+        let router = routes.await?;
         Ok(Self {
             listener,
             router,

@@ -16,6 +16,13 @@ pub async fn dev_account_if_empty(state: &AppState) -> anyhow::Result<Option<Pro
     if !state.store.read(accounts::is_empty).await? {
         return Ok(None);
     }
+    create_dev_account(state).await
+}
+
+/// Creates the `dev` account (the caller saw no account); None when another node of the
+/// same database made it first. Its password hash (argon2) is the slow part, so the server
+/// runs this while it already serves: nobody can use the key before it is printed.
+pub async fn create_dev_account(state: &AppState) -> anyhow::Result<Option<ProvisionedAccount>> {
     let request = AccountRequest {
         name: "dev".to_owned(),
         parent: None,

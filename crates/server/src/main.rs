@@ -86,12 +86,25 @@ async fn shutdown_signal() {
 async fn serve(config: Config) -> anyhow::Result<()> {
     let dev_account = config.dev_account;
     let app = Application::build(config, Arc::new(SystemClock)).await?;
+    // The numbering plan loads once the server is ready, not in the way of its start.
+    let _ = std::thread::Builder::new()
+        .name("numbering-plan".into())
+        .spawn(dialtone_domain::E164::warm_up);
     let addr = app.local_addr();
-    if dev_account && let Some(made) = bootstrap::dev_account_if_empty(app.state()).await? {
-        println!(
-            "{}",
-            bootstrap::announcement(&made, &format!("http://{addr}"))
-        );
+    // Decided before serving (an account made through /admin at once does not change it);
+    // made while serving.
+    let state = app.state().clone();
+    if dev_account && state.store.read(dialtone_store::accounts::is_empty).await? {
+        tokio::spawn(async move {
+            match bootstrap::create_dev_account(&state).await {
+                Ok(Some(made)) => println!(
+                    "{}",
+                    bootstrap::announcement(&made, &format!("http://{addr}"))
+                ),
+                Ok(None) => {}
+                Err(e) => tracing::error!(error = %e, "could not create the dev account"),
+            }
+        });
     }
     tracing::info!(%addr, "dialtone listening");
     app.run_until(shutdown_signal()).await

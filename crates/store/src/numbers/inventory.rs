@@ -3,7 +3,7 @@
 use dialtone_domain::number::InventoryRange;
 
 use crate::params;
-use crate::sql::{Conn, DbError};
+use crate::sql::{Conn, DbError, Value};
 
 /// What an import did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -14,30 +14,42 @@ pub struct ImportCount {
     pub skipped: u64,
 }
 
+/// Numbers inserted per statement by [`import`].
+const ROWS_PER_INSERT: usize = 100;
+
 /// Adds every number of the range that is not in the inventory yet.
+///
+/// Rows go 100 to a statement (the first start loads thousands of numbers before the server
+/// listens; one statement per number was most of the start time).
 pub fn import(conn: &mut dyn Conn, range: &InventoryRange) -> Result<ImportCount, DbError> {
-    let sql = "INSERT INTO numbers (e164, country, type, class, prefix, area, setup_price, monthly_price) \
-               VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (e164) DO NOTHING";
+    let numbers: Vec<String> = range.numbers().collect();
     let mut count = ImportCount::default();
-    for e164 in range.numbers() {
-        let n = conn.execute(
-            sql,
-            params![
-                e164,
-                &range.country,
-                range.number_type.as_str(),
-                range.class.as_str(),
-                &range.prefix,
-                &range.area,
-                range.setup_price,
-                range.monthly_price
-            ],
-        )?;
-        if n == 1 {
-            count.added += 1;
-        } else {
-            count.skipped += 1;
+    for chunk in numbers.chunks(ROWS_PER_INSERT) {
+        // Parameters $1..$7 are the range's; each number adds one.
+        let mut sql = String::from(
+            "INSERT INTO numbers (e164, country, type, class, prefix, area, setup_price, monthly_price) VALUES ",
+        );
+        let mut values: Vec<Value> = params![
+            &range.country,
+            range.number_type.as_str(),
+            range.class.as_str(),
+            &range.prefix,
+            &range.area,
+            range.setup_price,
+            range.monthly_price
+        ]
+        .to_vec();
+        for (i, e164) in chunk.iter().enumerate() {
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&format!("(${}, $1, $2, $3, $4, $5, $6, $7)", i + 8));
+            values.push(e164.as_str().into());
         }
+        sql.push_str(" ON CONFLICT (e164) DO NOTHING");
+        let added = conn.execute(&sql, &values)?;
+        count.added += added;
+        count.skipped += chunk.len() as u64 - added;
     }
     Ok(count)
 }
