@@ -18,6 +18,13 @@ pub struct LineError {
     pub message: String,
 }
 
+/// Blank lines, comments and the header (on the first line) hold no range.
+fn skipped_line(index: usize, line: &str) -> bool {
+    line.is_empty()
+        || line.starts_with('#')
+        || (index == 0 && line.eq_ignore_ascii_case(INVENTORY_HEADER))
+}
+
 /// Parses an inventory CSV (header optional); every number must be valid in its numbering
 /// plan and belong to the line's country. All lines are checked before anything is stored.
 pub fn parse(csv: &str) -> Result<Vec<InventoryRange>, Vec<LineError>> {
@@ -25,10 +32,7 @@ pub fn parse(csv: &str) -> Result<Vec<InventoryRange>, Vec<LineError>> {
     let mut errors = Vec::new();
     for (i, line) in csv.lines().enumerate() {
         let line = line.trim();
-        if line.is_empty()
-            || line.starts_with('#')
-            || (i == 0 && line.eq_ignore_ascii_case(INVENTORY_HEADER))
-        {
+        if skipped_line(i, line) {
             continue;
         }
         let checked = InventoryRange::parse_csv(line).and_then(|r| {
@@ -82,11 +86,7 @@ pub async fn load_default_if_empty(store: &Store) -> anyhow::Result<()> {
         .lines()
         .enumerate()
         .map(|(i, l)| (i, l.trim()))
-        .filter(|(i, l)| {
-            !l.is_empty()
-                && !l.starts_with('#')
-                && !(*i == 0 && l.eq_ignore_ascii_case(INVENTORY_HEADER))
-        })
+        .filter(|(i, l)| !skipped_line(*i, l))
         .map(|(i, l)| {
             InventoryRange::parse_csv(l)
                 .map_err(|e| anyhow::anyhow!("default inventory line {}: {e}", i + 1))
