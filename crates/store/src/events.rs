@@ -5,7 +5,7 @@ use dialtone_domain::Timestamp;
 use rand::Rng;
 
 use crate::params;
-use crate::sql::{Conn, DbError};
+use crate::sql::{Conn, DbError, Dialect};
 
 /// A new event id, 32 characters shaped like the real service's (`9422146236497234056PGNSmlw2sOrjq`):
 /// 19 digits of the wall clock in nanoseconds, then 13 random letters and digits.
@@ -55,21 +55,34 @@ pub fn emit_to(
             params![&event_id, account_id, event_type, data, now],
         )?
         .ok_or_else(|| DbError::Other("an event insert wrote no row".to_owned()))?;
-    // The subscriptions are read first and each delivery inserted alone: an
-    // `INSERT ... SELECT` would make SQLite keep a statement journal for every event.
-    let hooks = conn.query(
-        "SELECT id, endpoint FROM webhooks WHERE account_id = $1 AND type = $2 AND status = 'enabled'",
-        params![account_id, event_type],
-    )?;
-    for hook in &hooks {
-        insert_delivery(
-            conn,
-            account_id,
-            id,
-            Some(hook.int(0)?),
-            &hook.text(1)?,
-            now,
-        )?;
+    match conn.dialect() {
+        // One statement, one round trip.
+        Dialect::Postgres => {
+            conn.execute(
+                "INSERT INTO deliveries (account_id, event_id, webhook_id, endpoint, next_try, status, next_at, created, updated) \
+                 SELECT account_id, $1, id, endpoint, 0, 'pending', $2, $2, $2 FROM webhooks \
+                 WHERE account_id = $3 AND type = $4 AND status = 'enabled'",
+                params![id, now, account_id, event_type],
+            )?;
+        }
+        // The subscriptions are read first and each delivery inserted alone: an
+        // `INSERT ... SELECT` would make SQLite keep a statement journal for every event.
+        Dialect::Sqlite => {
+            let hooks = conn.query(
+                "SELECT id, endpoint FROM webhooks WHERE account_id = $1 AND type = $2 AND status = 'enabled'",
+                params![account_id, event_type],
+            )?;
+            for hook in &hooks {
+                insert_delivery(
+                    conn,
+                    account_id,
+                    id,
+                    Some(hook.int(0)?),
+                    &hook.text(1)?,
+                    now,
+                )?;
+            }
+        }
     }
     if let Some(endpoint) = extra_endpoint {
         insert_delivery(conn, account_id, id, None, endpoint, now)?;
