@@ -23,8 +23,10 @@ use dialtone_store::{Conn, billing};
 use crate::http::error::ApiError;
 use crate::state::AppState;
 
-/// Most SMS handled per transaction.
-const BATCH: i64 = 500;
+/// Most SMS handled per transaction. Small enough that a worker transaction holds the single
+/// SQLite writer for a few milliseconds only: with 500, requests queued behind it set the
+/// p99 of `POST /v2.0/sms` (docs/benchmarks.md). The worker loops at once while work is due.
+const BATCH: i64 = 100;
 /// How long a submission may take before another node retries it.
 const LEASE_MS: i64 = 30_000;
 /// Wait before retrying a submission the carrier refused for now.
