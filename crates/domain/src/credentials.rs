@@ -12,7 +12,8 @@ pub const API_KEY_ID_LEN: usize = 11;
 
 const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
-fn random_base62(len: usize) -> String {
+/// `len` random letters and digits (keys, passwords, the random part of event ids).
+pub fn random_base62(len: usize) -> String {
     let mut rng = rand::rng();
     (0..len)
         .map(|_| BASE62[rng.random_range(0..BASE62.len())] as char)

@@ -2,7 +2,6 @@
 //! so there is no change without its events and no event without its change.
 
 use dialtone_domain::Timestamp;
-use rand::Rng;
 
 use crate::params;
 use crate::sql::{Conn, DbError, Dialect};
@@ -15,15 +14,15 @@ use crate::sql::{Conn, DbError, Dialect};
 /// and each commit would write all of those pages again. The random part keeps them unique
 /// across nodes and unguessable.
 pub fn new_event_id() -> String {
-    const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     // 19 digits until the year 2286; the modulo keeps the width fixed after that.
-    let mut id = format!("{:019}", nanos % 10_u128.pow(19));
-    let mut rng = rand::rng();
-    id.extend((0..13).map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char));
-    id
+    format!(
+        "{:019}{}",
+        nanos % 10_u128.pow(19),
+        dialtone_domain::credentials::random_base62(13)
+    )
 }
 
 /// Records an event of `event_type` for the account (`data` is the JSON object pushed) and,

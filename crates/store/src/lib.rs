@@ -38,7 +38,7 @@ use crossbeam_channel::Sender;
 pub use sql::{Conn, DbError, Dialect, Row, SqlBuilder, Value};
 pub use sqlite::Synchronous;
 
-use pool::{Completion, OnceJob, ReadJob, RepeatableJob, WriteJob};
+use pool::{ClosureJob, ReadJob, Repeatable, WriteJob};
 
 /// Where the data lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,25 +149,10 @@ impl Store {
         T: Send + 'static,
         E: From<DbError> + Send + 'static,
     {
-        let (tx, rx) = tokio::sync::oneshot::channel::<Result<T, E>>();
         let keyed = idempotency::current();
-        let job: WriteJob = Box::new(OnceJob::new(Box::new(move |conn: &mut dyn Conn| {
-            let result = within_keyed_request(conn, keyed.as_ref(), f);
-            let kept = result.is_ok();
-            let complete: Completion = Box::new(move |commit: Result<(), DbError>| {
-                let answer = match (result, commit) {
-                    (Ok(v), Ok(())) => Ok(v),
-                    (Ok(_), Err(e)) => Err(E::from(e)),
-                    (Err(e), _) => Err(e),
-                };
-                let _ = tx.send(answer);
-            });
-            (kept, complete)
-        })));
-        self.writes
-            .send(job)
-            .map_err(|_| E::from(DbError::Closed))?;
-        rx.await.map_err(|_| E::from(DbError::Closed))?
+        let f = move |conn: &mut dyn Conn| within_keyed_request(conn, keyed.as_ref(), f);
+        self.submit(|tx| Box::new(ClosureJob::new(Some(f), tx)))
+            .await
     }
 
     /// Like [`Store::write`], for the hot paths: `f` may run more than once (its changes
@@ -180,13 +165,24 @@ impl Store {
         T: Send + 'static,
         E: From<DbError> + Send + 'static,
     {
-        let (tx, rx) = tokio::sync::oneshot::channel::<Result<T, E>>();
         let keyed = idempotency::current();
         let mut f = f;
         let f = move |conn: &mut dyn Conn| within_keyed_request(conn, keyed.as_ref(), &mut f);
-        let job: WriteJob = Box::new(RepeatableJob::new(f, tx));
+        self.submit(|tx| Box::new(ClosureJob::new(Repeatable(f), tx)))
+            .await
+    }
+
+    /// Queues the write `make` builds around the answer channel, and waits for the answer.
+    async fn submit<T, E>(
+        &self,
+        make: impl FnOnce(tokio::sync::oneshot::Sender<Result<T, E>>) -> WriteJob,
+    ) -> Result<T, E>
+    where
+        E: From<DbError>,
+    {
+        let (tx, rx) = tokio::sync::oneshot::channel::<Result<T, E>>();
         self.writes
-            .send(job)
+            .send(make(tx))
             .map_err(|_| E::from(DbError::Closed))?;
         rx.await.map_err(|_| E::from(DbError::Closed))?
     }

@@ -18,9 +18,6 @@
 
 use crate::sql::{Conn, DbError};
 
-/// Called once the batch holding a write has committed (or failed to).
-pub(crate) type Completion = Box<dyn FnOnce(Result<(), DbError>) + Send>;
-
 /// A write as the database thread sees it.
 pub(crate) trait Job: Send {
     /// Runs the write on `conn`; says whether its changes are kept. A repeatable job may be
@@ -43,56 +40,15 @@ pub(crate) type ReadJob = Box<dyn FnOnce(&mut dyn Conn) + Send>;
 /// Most writes committed in one transaction.
 pub(crate) const MAX_BATCH: usize = 256;
 
-/// The closure of a [`OnceJob`]: gives its keep flag and how to answer.
-pub(crate) type OnceFn = Box<dyn FnOnce(&mut dyn Conn) -> (bool, Completion) + Send>;
-
-/// A write that runs once.
-pub(crate) struct OnceJob {
-    run: Option<OnceFn>,
-    complete: Option<Completion>,
-}
-
-impl OnceJob {
-    pub(crate) fn new(f: OnceFn) -> Self {
-        Self {
-            run: Some(f),
-            complete: None,
-        }
-    }
-}
-
-impl Job for OnceJob {
-    fn run(&mut self, conn: &mut dyn Conn) -> bool {
-        match self.run.take() {
-            Some(f) => {
-                let (kept, complete) = f(conn);
-                self.complete = Some(complete);
-                kept
-            }
-            None => false,
-        }
-    }
-
-    fn repeatable(&self) -> bool {
-        false
-    }
-
-    fn finish(self: Box<Self>, commit: Result<(), DbError>) {
-        // A job that never ran is dropped: its caller sees `DbError::Closed`.
-        if let Some(complete) = self.complete {
-            complete(commit);
-        }
-    }
-}
-
-/// A write that may run several times; the last run's result is the answer.
-pub(crate) struct RepeatableJob<T, E, F> {
+/// A caller's closure, its last result and where to answer. `F` is an `FnOnce` held in an
+/// `Option` (a once job) or an `FnMut` (a repeatable job).
+pub(crate) struct ClosureJob<T, E, F> {
     f: F,
     result: Option<Result<T, E>>,
     answer: Option<tokio::sync::oneshot::Sender<Result<T, E>>>,
 }
 
-impl<T, E, F> RepeatableJob<T, E, F> {
+impl<T, E, F> ClosureJob<T, E, F> {
     pub(crate) fn new(f: F, answer: tokio::sync::oneshot::Sender<Result<T, E>>) -> Self {
         Self {
             f,
@@ -100,26 +56,19 @@ impl<T, E, F> RepeatableJob<T, E, F> {
             answer: Some(answer),
         }
     }
-}
 
-impl<T, E, F> Job for RepeatableJob<T, E, F>
-where
-    F: FnMut(&mut dyn Conn) -> Result<T, E> + Send,
-    T: Send,
-    E: From<DbError> + Send,
-{
-    fn run(&mut self, conn: &mut dyn Conn) -> bool {
-        let result = (self.f)(conn);
+    fn keep(&mut self, result: Result<T, E>) -> bool {
         let kept = result.is_ok();
         self.result = Some(result);
         kept
     }
 
-    fn repeatable(&self) -> bool {
-        true
-    }
-
-    fn finish(mut self: Box<Self>, commit: Result<(), DbError>) {
+    /// The caller's answer: its result if the commit held, the commit's error otherwise.
+    fn answer(&mut self, commit: Result<(), DbError>)
+    where
+        E: From<DbError>,
+    {
+        // A job that never ran is dropped unanswered: its caller sees `DbError::Closed`.
         let (Some(result), Some(answer)) = (self.result.take(), self.answer.take()) else {
             return;
         };
@@ -129,6 +78,54 @@ where
             (Err(e), _) => Err(e),
         };
         let _ = answer.send(reply);
+    }
+}
+
+impl<T, E, F> Job for ClosureJob<T, E, Option<F>>
+where
+    F: FnOnce(&mut dyn Conn) -> Result<T, E> + Send,
+    T: Send,
+    E: From<DbError> + Send,
+{
+    fn run(&mut self, conn: &mut dyn Conn) -> bool {
+        match self.f.take() {
+            Some(f) => {
+                let result = f(conn);
+                self.keep(result)
+            }
+            None => false,
+        }
+    }
+
+    fn repeatable(&self) -> bool {
+        false
+    }
+
+    fn finish(mut self: Box<Self>, commit: Result<(), DbError>) {
+        self.answer(commit);
+    }
+}
+
+/// The closure of a repeatable job (a newtype, so it cannot be mistaken for a once job).
+pub(crate) struct Repeatable<F>(pub(crate) F);
+
+impl<T, E, F> Job for ClosureJob<T, E, Repeatable<F>>
+where
+    F: FnMut(&mut dyn Conn) -> Result<T, E> + Send,
+    T: Send,
+    E: From<DbError> + Send,
+{
+    fn run(&mut self, conn: &mut dyn Conn) -> bool {
+        let result = (self.f.0)(conn);
+        self.keep(result)
+    }
+
+    fn repeatable(&self) -> bool {
+        true
+    }
+
+    fn finish(mut self: Box<Self>, commit: Result<(), DbError>) {
+        self.answer(commit);
     }
 }
 
