@@ -78,6 +78,11 @@ impl Report {
         f64::from(self.latencies_us[i]) / 1000.0
     }
 
+    /// Requests answered.
+    pub fn count(&self) -> u64 {
+        self.latencies_us.len() as u64
+    }
+
     /// One line: rate and latency percentiles.
     pub fn summary(&self) -> String {
         format!(

@@ -55,6 +55,11 @@ struct Args {
     server_binary: Option<std::path::PathBuf>,
 }
 
+/// Server CPU time since `cpu0` per item, in microseconds.
+fn cpu_per(srv: &server::Server, cpu0: f64, items: u64) -> anyhow::Result<f64> {
+    Ok((srv.cpu_ms()? - cpu0) * 1000.0 / items.max(1) as f64)
+}
+
 fn wanted(args: &Args, name: &str) -> bool {
     args.only
         .as_deref()
@@ -109,6 +114,7 @@ async fn main() -> anyhow::Result<()> {
     let key = srv.account("bench", "100000000.00").await?;
 
     let ping = if wanted(&args, "ping") || wanted(&args, "sms") || wanted(&args, "runs") {
+        let cpu0 = srv.cpu_ms()?;
         let r = load::run(
             &srv.base,
             &key,
@@ -118,12 +124,18 @@ async fn main() -> anyhow::Result<()> {
         )
         .await?;
         println!("GET /v2.0/ping (reference): {}", r.summary());
+        println!(
+            "  server CPU per request: {:.0} us",
+            cpu_per(&srv, cpu0, r.count())?
+        );
         Some(r)
     } else {
         None
     };
 
     if wanted(&args, "sms") {
+        let t0 = Instant::now();
+        let cpu0 = srv.cpu_ms()?;
         let r = load::run(
             &srv.base,
             &key,
@@ -138,6 +150,10 @@ async fn main() -> anyhow::Result<()> {
         )
         .await?;
         println!("POST /v2.0/sms accepted: {}", r.summary());
+        println!(
+            "  server CPU per request during the load: {:.0} us",
+            cpu_per(&srv, cpu0, r.count())?
+        );
         if let Some(p) = &ping {
             println!(
                 "  = {:.0}% of the ping rate in the same run",
@@ -148,6 +164,16 @@ async fn main() -> anyhow::Result<()> {
         if errors > 0 {
             println!("  ({errors} answers were not 2xx)");
         }
+        // The worker must keep up: every accepted SMS goes through its four status moves
+        // (each with its history row and event) to `delivered`.
+        let done = srv.wait_sms_final(Duration::from_secs(300)).await?;
+        let took = t0.elapsed().as_secs_f64();
+        println!(
+            "  SMS delivered (4 status moves each): {done} in {took:.2} s = {:.0} SMS/s end to end, \
+             server CPU {:.0} us per SMS",
+            done as f64 / took,
+            cpu_per(&srv, cpu0, u64::try_from(done).unwrap_or(0))?
+        );
     }
 
     if wanted(&args, "runs") {

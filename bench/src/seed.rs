@@ -133,3 +133,19 @@ pub async fn runs(url: &str) -> anyhow::Result<(i64, i64)> {
         .await?;
     Ok((row.int(0)?, row.int(1)?))
 }
+
+/// Outbound SMS in the database: (in a final status, not yet final).
+pub async fn sms_progress(url: &str) -> anyhow::Result<(i64, i64)> {
+    let store = open(url).await?;
+    let row = store
+        .read(|c| {
+            c.query_one(
+                "SELECT COALESCE(SUM(CASE WHEN next_at IS NULL THEN 1 ELSE 0 END), 0), \
+                 COALESCE(SUM(CASE WHEN next_at IS NULL THEN 0 ELSE 1 END), 0) \
+                 FROM sms WHERE direction = 'outbound'",
+                params![],
+            )
+        })
+        .await?;
+    Ok((row.int(0)?, row.int(1)?))
+}

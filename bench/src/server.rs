@@ -160,6 +160,28 @@ impl Server {
         self.proc_status("VmHWM:")
     }
 
+    /// CPU time the server process has used so far (user and system, every thread), in
+    /// milliseconds: the cost of a benchmark, whatever the load generator beside it uses.
+    pub fn cpu_ms(&self) -> anyhow::Result<f64> {
+        let pid = self.child.as_ref().map_or(0, Child::id);
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+        // Fields after the command name (which may hold spaces) end with ')'.
+        let rest = stat
+            .rsplit_once(')')
+            .map(|(_, r)| r)
+            .ok_or_else(|| anyhow::anyhow!("bad /proc stat"))?;
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        // utime and stime are fields 14 and 15 of the line, 12 and 13 after the ')'.
+        let ticks: u64 = fields
+            .get(11..13)
+            .ok_or_else(|| anyhow::anyhow!("short /proc stat"))?
+            .iter()
+            .map(|f| f.parse::<u64>())
+            .sum::<Result<u64, _>>()?;
+        // Linux reports them in USER_HZ, 100 per second on every platform it runs on.
+        Ok(ticks as f64 * 10.0)
+    }
+
     fn proc_status(&self, field: &str) -> anyhow::Result<u64> {
         let pid = self.child.as_ref().map_or(0, Child::id);
         let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
@@ -210,6 +232,20 @@ impl Server {
                 return Ok(done);
             }
             anyhow::ensure!(t0.elapsed() < limit, "{running} runs still running");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Waits until every outbound SMS reached a final status (the simulated network's
+    /// timetable done); returns how many there are.
+    pub async fn wait_sms_final(&self, limit: Duration) -> anyhow::Result<i64> {
+        let t0 = std::time::Instant::now();
+        loop {
+            let (done, moving) = crate::seed::sms_progress(&self.database_url).await?;
+            if moving == 0 {
+                return Ok(done);
+            }
+            anyhow::ensure!(t0.elapsed() < limit, "{moving} SMS still moving");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::networks::{Networks, Source};
-use crate::state::AppState;
+use crate::state::{AppState, Shared};
 use crate::{
     admin, billing, http, jsonrpc, numbers, ops, rest11, sandbox, scenarios, v2, webhooks, workers,
 };
@@ -53,7 +53,7 @@ impl Application {
         connectors.extend(admin_connectors(&store, &config.smpp).await?);
         let (networks, carrier_events) = Networks::start(&connectors, simulated.clone());
         let http = webhooks::delivery::client(config.webhook_timeout_ms);
-        let state = AppState {
+        let state = AppState::new(Shared {
             store,
             clock,
             config: Arc::new(config),
@@ -66,8 +66,9 @@ impl Application {
             fetch_http: scenarios::fetch::client()?,
             engine: scenarios::Engine::start(config_threads())?,
             parsed: Arc::new(scenarios::ParsedCache::default()),
+            rates: Arc::default(),
             limiter: Arc::default(),
-        };
+        });
         // The routes (with the OpenAPI document) are built on another core while the
         // first start fills the inventory and rates.
         let routes = {

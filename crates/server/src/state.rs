@@ -10,9 +10,28 @@ use tokio::sync::Notify;
 use crate::Config;
 use crate::metrics::Metrics;
 
-/// Shared state of a running server; cheap to clone.
+/// Shared state of a running server: one `Arc`, so a clone (axum makes several per request)
+/// is one atomic increment, not one per field.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+impl AppState {
+    /// Wraps the parts every handler and worker shares.
+    pub fn new(shared: Shared) -> Self {
+        Self(Arc::new(shared))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// What [`AppState`] holds.
+pub struct Shared {
     /// The database.
     pub store: Store,
     /// The injected clock.
@@ -37,6 +56,8 @@ pub struct AppState {
     pub engine: crate::scenarios::Engine,
     /// Scenario scripts kept parsed.
     pub parsed: Arc<crate::scenarios::ParsedCache>,
+    /// The rate table in memory (every SMS is priced).
+    pub rates: Arc<dialtone_store::rates::RateCache>,
     /// Per-account request rate limits of this node.
     pub limiter: Arc<crate::http::rate_limit::RateLimiter>,
 }

@@ -286,9 +286,9 @@ pub fn claim_conversions(
             "SELECT j.id, j.audio_file_id, j.revision, j.attempts + 1, COALESCE(f.content_type, ''), c.original \
              FROM audio_conversions j JOIN audio_files f ON f.id = j.audio_file_id \
              JOIN audio_contents c ON c.audio_file_id = j.audio_file_id \
-             WHERE j.next_at <= $1 ORDER BY j.next_at LIMIT $2{lock}"
+             WHERE j.next_at <= $1 ORDER BY j.next_at LIMIT {limit}{lock}"
         ),
-        params![now, limit],
+        params![now],
     )?;
     let claimed: Vec<Claimed> = rows
         .iter()

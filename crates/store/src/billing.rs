@@ -315,9 +315,9 @@ pub fn due_fees(conn: &mut dyn Conn, now: Timestamp, limit: i64) -> Result<Vec<D
     conn.query(
         &format!(
             "SELECT id, e164, account_id, monthly_price, paid_until FROM numbers \
-             WHERE account_id IS NOT NULL AND paid_until IS NOT NULL AND paid_until <= $1 ORDER BY paid_until LIMIT $2{lock}"
+             WHERE account_id IS NOT NULL AND paid_until IS NOT NULL AND paid_until <= $1 ORDER BY paid_until LIMIT {limit}{lock}"
         ),
-        params![now, limit],
+        params![now],
     )?
     .iter()
     .map(|r| {

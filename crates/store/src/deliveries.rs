@@ -51,9 +51,9 @@ pub fn claim(
             "SELECT d.id, d.endpoint, d.next_try, w.sid, w.status, w.hmac_secret, COALESCE(w.hmac_algo, 'SHA256'), \
              e.event_id, e.type, e.data, e.created \
              FROM deliveries d JOIN events e ON e.id = d.event_id LEFT JOIN webhooks w ON w.id = d.webhook_id \
-             WHERE d.next_at IS NOT NULL AND d.next_at <= $1 ORDER BY d.next_at LIMIT $2{lock}"
+             WHERE d.next_at IS NOT NULL AND d.next_at <= $1 ORDER BY d.next_at LIMIT {limit}{lock}"
         ),
-        params![now, limit],
+        params![now],
     )?;
     let due: Vec<Due> = rows.iter().map(due_from_row).collect::<Result<_, _>>()?;
     // The claim uses up its try: a node that dies after sending leaves the next claim to

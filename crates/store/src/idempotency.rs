@@ -159,8 +159,10 @@ pub fn release(conn: &mut dyn Conn, account_id: i64, key: &str) -> Result<(), Db
 pub fn purge(conn: &mut dyn Conn, now: Timestamp, limit: i64) -> Result<u64, DbError> {
     let expired = Timestamp::from_millis(now.millis() - RETENTION_MS);
     conn.execute(
-        "DELETE FROM idempotency_keys WHERE (account_id, key) IN \
-         (SELECT account_id, key FROM idempotency_keys WHERE created <= $1 LIMIT $2)",
-        params![expired, limit],
+        &format!(
+            "DELETE FROM idempotency_keys WHERE (account_id, key) IN \
+             (SELECT account_id, key FROM idempotency_keys WHERE created <= $1 LIMIT {limit})"
+        ),
+        params![expired],
     )
 }

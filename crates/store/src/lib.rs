@@ -32,6 +32,7 @@ pub mod tasks;
 pub mod webhooks;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crossbeam_channel::Sender;
 
@@ -97,6 +98,8 @@ impl Default for StoreOptions {
 pub struct Store {
     writes: Sender<WriteJob>,
     reads: Sender<ReadJob>,
+    /// SQLite only: connections for [`Store::lookup`] on the caller's thread.
+    inline: Option<Arc<sqlite::InlineReaders>>,
     dialect: Dialect,
 }
 
@@ -119,19 +122,21 @@ impl Store {
     }
 
     fn open_blocking(url: &DatabaseUrl, options: &StoreOptions) -> Result<Self, DbError> {
-        let (writes, reads, dialect) = match url {
+        let (writes, reads, inline, dialect) = match url {
             DatabaseUrl::Sqlite(path) => {
                 let (w, r) = sqlite::start(path, options.connections, options.synchronous)?;
-                (w, r, Dialect::Sqlite)
+                let inline = sqlite::InlineReaders::new(path, options.synchronous);
+                (w, r, Some(Arc::new(inline)), Dialect::Sqlite)
             }
             DatabaseUrl::Postgres(url) => {
                 let (w, r) = postgres::start(url, options.connections)?;
-                (w, r, Dialect::Postgres)
+                (w, r, None, Dialect::Postgres)
             }
         };
         Ok(Self {
             writes,
             reads,
+            inline,
             dialect,
         })
     }
@@ -200,6 +205,23 @@ impl Store {
         });
         self.reads.send(job).map_err(|_| E::from(DbError::Closed))?;
         rx.await.map_err(|_| E::from(DbError::Closed))?
+    }
+
+    /// A point read: `f` must read an indexed row or a few (microseconds of work), such as
+    /// the account of an API key or the rate of a destination. On SQLite it runs on the
+    /// calling thread, sparing the switch to a reader thread and back, which costs more than
+    /// such a query; on PostgreSQL (a round trip anyway) it is [`Store::read`]. Anything
+    /// that may scan belongs in [`Store::read`], off the async workers.
+    pub async fn lookup<T, E, F>(&self, f: F) -> Result<T, E>
+    where
+        F: FnOnce(&mut dyn Conn) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: From<DbError> + Send + 'static,
+    {
+        match &self.inline {
+            Some(inline) => inline.run(f).map_err(E::from)?,
+            None => self.read(f).await,
+        }
     }
 
     /// True when the database answers a trivial query.

@@ -40,6 +40,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(12, "0012_sms_parts"),
     migration!(13, "0013_inbound_parts"),
     migration!(14, "0014_idempotency_committed"),
+    migration!(15, "0015_hot_paths"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

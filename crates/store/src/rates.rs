@@ -1,4 +1,12 @@
 //! The rate table: prices per destination prefix (the longest matching prefix wins).
+//!
+//! Every SMS is priced, so the table is also kept in memory ([`RateCache`]): a lookup reads
+//! the table's version (one single-row read) and prices from memory while the version holds.
+//! Imports move the version in the same transaction as the rates, so any node, and a
+//! `dialtone rates import` run beside the server, is seen at the next lookup.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
 
 use dialtone_domain::Money;
 
@@ -39,8 +47,17 @@ fn from_row(r: &Row) -> Result<Rate, DbError> {
     })
 }
 
-/// Adds or replaces the rate of a prefix.
-pub fn upsert(conn: &mut dyn Conn, rate: &Rate) -> Result<(), DbError> {
+/// Adds or replaces the rates of their prefixes and moves the table's version, so every
+/// [`RateCache`] reloads.
+pub fn import(conn: &mut dyn Conn, list: &[Rate]) -> Result<(), DbError> {
+    for rate in list {
+        upsert(conn, rate)?;
+    }
+    conn.execute("UPDATE rates_version SET version = version + 1", params![])?;
+    Ok(())
+}
+
+fn upsert(conn: &mut dyn Conn, rate: &Rate) -> Result<(), DbError> {
     conn.execute(
         "INSERT INTO rates (prefix, label, country, type, sms_price, call_price_per_minute, number_monthly_price) \
          VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (prefix) DO UPDATE SET label = excluded.label, country = excluded.country, \
@@ -53,6 +70,55 @@ pub fn upsert(conn: &mut dyn Conn, rate: &Rate) -> Result<(), DbError> {
 
 /// Longest prefixes considered: `+` and up to 15 digits.
 const CANDIDATES: usize = 16;
+
+/// The rate table as of one version.
+struct Loaded {
+    version: i64,
+    by_prefix: HashMap<String, Rate>,
+}
+
+impl Loaded {
+    fn longest_match(&self, e164: &str) -> Option<Rate> {
+        (1..=e164.len().min(CANDIDATES))
+            .rev()
+            .filter_map(|n| e164.get(..n))
+            .find_map(|prefix| self.by_prefix.get(prefix))
+            .cloned()
+    }
+}
+
+/// The rate table kept in memory by a node, checked against the database's version at each
+/// lookup (see the module's documentation).
+#[derive(Default)]
+pub struct RateCache {
+    loaded: RwLock<Option<Arc<Loaded>>>,
+}
+
+impl RateCache {
+    /// The rate of the longest prefix matching `e164`, as the database has it now: from
+    /// memory when the table's version is the one loaded, else after loading it again.
+    pub fn lookup(&self, conn: &mut dyn Conn, e164: &str) -> Result<Option<Rate>, DbError> {
+        let version = conn
+            .query_one("SELECT version FROM rates_version", params![])?
+            .int(0)?;
+        let current = self.loaded.read().ok().and_then(|l| l.clone());
+        if let Some(loaded) = current.filter(|l| l.version == version) {
+            return Ok(loaded.longest_match(e164));
+        }
+        // Read after the version: these rows are at least that version (a newer import
+        // moves the version again, and the next lookup reloads).
+        let by_prefix = all(conn)?
+            .into_iter()
+            .map(|r| (r.prefix.clone(), r))
+            .collect();
+        let loaded = Arc::new(Loaded { version, by_prefix });
+        let found = loaded.longest_match(e164);
+        if let Ok(mut slot) = self.loaded.write() {
+            *slot = Some(loaded);
+        }
+        Ok(found)
+    }
+}
 
 /// The rate of the longest prefix matching `e164`.
 pub fn lookup(conn: &mut dyn Conn, e164: &str) -> Result<Option<Rate>, DbError> {

@@ -211,9 +211,9 @@ pub fn claim_due(
     let due: Vec<Run> = conn
         .query(
             &format!(
-                "SELECT {COLUMNS} FROM runs WHERE next_at IS NOT NULL AND next_at <= $1 AND status = 'running' ORDER BY next_at LIMIT $2{lock}"
+                "SELECT {COLUMNS} FROM runs WHERE next_at IS NOT NULL AND next_at <= $1 AND status = 'running' ORDER BY next_at LIMIT {limit}{lock}"
             ),
-            params![now, limit],
+            params![now],
         )?
         .iter()
         .map(from_row)

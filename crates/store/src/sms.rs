@@ -261,8 +261,8 @@ pub fn due(conn: &mut dyn Conn, now: Timestamp, limit: i64) -> Result<Vec<Sms>, 
         Dialect::Sqlite => "",
     };
     conn.query(
-        &format!("SELECT {COLUMNS} FROM sms WHERE next_at IS NOT NULL AND next_at <= $1 ORDER BY next_at LIMIT $2{lock}"),
-        params![now, limit],
+        &format!("SELECT {COLUMNS} FROM sms WHERE next_at IS NOT NULL AND next_at <= $1 ORDER BY next_at LIMIT {limit}{lock}"),
+        params![now],
     )?
     .iter()
     .map(from_row)

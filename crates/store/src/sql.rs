@@ -2,6 +2,11 @@
 //!
 //! Repository code writes one SQL text with `$1, $2, ...` placeholders and runs it on either
 //! backend; where the dialects differ it asks [`Conn::dialect`].
+//!
+//! The `LIMIT` of a statement the workers run over and over (claims of due work) is written
+//! into the SQL text as a number, not bound: SQLite's planner reads a bound `LIMIT`, so it
+//! compiles such a statement again at every run (measured: every run re-prepared). The
+//! limits there are constants of the code, so the statement is still compiled once.
 
 use std::fmt;
 

@@ -150,9 +150,9 @@ pub fn claim(
         .query(
             &format!(
                 "SELECT {COLUMNS} FROM tasks WHERE status IN ('PENDING', 'RUNNING') \
-                 AND (lease_until IS NULL OR lease_until <= $1) ORDER BY id LIMIT $2{lock}"
+                 AND (lease_until IS NULL OR lease_until <= $1) ORDER BY id LIMIT {limit}{lock}"
             ),
-            params![now, limit],
+            params![now],
         )?
         .iter()
         .map(from_row)

@@ -81,9 +81,7 @@ pub fn parse(csv: &str) -> Result<Vec<Rate>, Vec<LineError>> {
 pub async fn import(store: &Store, list: Vec<Rate>) -> Result<usize, DbError> {
     store
         .write(move |c| {
-            for r in &list {
-                rates::upsert(c, r)?;
-            }
+            rates::import(c, &list)?;
             Ok(list.len())
         })
         .await

@@ -66,7 +66,7 @@ async fn account_by_key(state: &AppState, key: &str) -> ApiResult<Option<Account
     let hash = hash_api_key(key);
     Ok(state
         .store
-        .read(move |c| accounts::by_key_hash(c, &hash))
+        .lookup(move |c| accounts::by_key_hash(c, &hash))
         .await?)
 }
 
@@ -122,7 +122,7 @@ async fn authenticate(parts: &Parts, state: &AppState) -> ApiResult<Caller> {
                 let sid = Sid::parse(&user).ok_or_else(invalid)?;
                 let acting = state
                     .store
-                    .read(move |c| accounts::by_sid(c, &sid))
+                    .lookup(move |c| accounts::by_sid(c, &sid))
                     .await?
                     .ok_or_else(invalid)?;
                 if acting.parent_id == Some(key_account.id) {
@@ -162,7 +162,7 @@ pub async fn legacy_caller(headers: &HeaderMap, state: &AppState) -> ApiResult<L
         let login = login.clone();
         state
             .store
-            .read(move |c| accounts::by_login(c, &login))
+            .lookup(move |c| accounts::by_login(c, &login))
             .await?
     };
     let Some((account, stored)) = found else {

@@ -13,7 +13,7 @@ use dialtone_domain::{E164, Money, Timestamp};
 use dialtone_store::accounts::Account;
 use dialtone_store::numbers::owned;
 use dialtone_store::sms::{self as store, NewSms, Sms};
-use dialtone_store::{Conn, DbError, billing, events, rates};
+use dialtone_store::{Conn, DbError, billing, events};
 
 use crate::http::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -68,10 +68,10 @@ pub async fn send(state: &AppState, account: &Account, out: Outgoing) -> ApiResu
     let carrier = state.carrier.network_for(out.to.as_str());
     // The price is read before the write, off the single writer: a rate is the one in
     // force when the request came.
-    let to = out.to.clone();
+    let (to, rates) = (out.to.clone(), state.rates.clone());
     let rate = state
         .store
-        .read(move |c| rates::lookup(c, to.as_str()))
+        .lookup(move |c| rates.lookup(c, to.as_str()))
         .await?
         .ok_or_else(|| ApiError::invalid("to", "no route to this destination"))?;
     let sms = state

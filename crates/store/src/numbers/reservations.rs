@@ -115,7 +115,7 @@ fn expire(
     if let Some(a) = account_id {
         q.push(" AND account_id = ").bind(a);
     }
-    q.push(" ORDER BY expires LIMIT ").bind(limit);
+    q.push(&format!(" ORDER BY expires LIMIT {limit}"));
     if conn.dialect() == Dialect::Postgres {
         q.push(" FOR UPDATE SKIP LOCKED");
     }
