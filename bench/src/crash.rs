@@ -260,21 +260,24 @@ pub async fn run(
     let accepted = accepted.lock().map(|a| a.clone()).unwrap_or_default();
     let rows = store
         .read(|c| {
-            let sms = c.query("SELECT id, sid, status, direction FROM sms", params![])?;
-            let history = c.query("SELECT sms_id, old_status, new_status FROM sms_history ORDER BY id", params![])?;
+            let sms = c.query("SELECT id, sid, status, direction, history FROM sms", params![])?;
             let events = c.query(
                 "SELECT event_id, data FROM events WHERE type IN ('sms.mt.status_update', 'sms.mo')",
                 params![],
             )?;
-            Ok::<_, dialtone_store::DbError>((sms, history, events))
+            Ok::<_, dialtone_store::DbError>((sms, events))
         })
         .await?;
-    let (sms_rows, history_rows, event_rows) = rows;
+    let (sms_rows, event_rows) = rows;
     let mut by_id = HashMap::new();
     let mut stored = HashMap::new();
+    let mut history_rows = Vec::new();
     for r in &sms_rows {
         by_id.insert(r.int(0)?, r.text(1)?);
         stored.insert(r.text(1)?, (r.text(2)?, r.text(3)?));
+        for change in dialtone_store::sms::parse_history(&r.text(4)?)? {
+            history_rows.push((r.int(0)?, change.old_status, change.new_status));
+        }
     }
     // 1. Every SMS answered 2xx exists.
     let lost: Vec<&String> = accepted
@@ -289,8 +292,8 @@ pub async fn run(
     );
     // 2. Every history obeys the table and ends at the stored status.
     let mut last: HashMap<i64, String> = HashMap::new();
-    for r in &history_rows {
-        let (id, old, new) = (r.int(0)?, r.text(1)?, r.text(2)?);
+    for (id, old, new) in &history_rows {
+        let (id, old, new) = (*id, old.clone(), new.clone());
         let (o, n) = (SmsStatus::parse(&old), SmsStatus::parse(&new));
         anyhow::ensure!(
             matches!((o, n), (Some(o), Some(n)) if o.may_become(n)),

@@ -62,6 +62,7 @@ impl Application {
             networks,
             simulated: Some(simulated),
             wake: Arc::new(tokio::sync::Notify::new()),
+            sms_wake: Arc::new(tokio::sync::Notify::new()),
             http,
             fetch_http: scenarios::fetch::client()?,
             engine: scenarios::Engine::start(config_threads())?,

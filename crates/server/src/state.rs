@@ -48,6 +48,8 @@ pub struct Shared {
     pub simulated: Option<Arc<Simulated>>,
     /// Wakes the background workers when new work is committed.
     pub wake: Arc<Notify>,
+    /// Wakes the SMS worker when an SMS to send is committed.
+    pub sms_wake: Arc<Notify>,
     /// HTTP client of webhook deliveries.
     pub http: reqwest::Client,
     /// HTTP client of scenario fetches (no redirects).

@@ -1,6 +1,8 @@
 //! The outbox: events are written in the same transaction as the change that causes them,
 //! so there is no change without its events and no event without its change.
 
+use std::collections::HashMap;
+
 use dialtone_domain::Timestamp;
 
 use crate::params;
@@ -47,46 +49,70 @@ pub fn emit_to(
     extra_endpoint: Option<&str>,
     now: Timestamp,
 ) -> Result<String, DbError> {
-    let event_id = new_event_id();
-    let id = conn
-        .insert_id(
-            "INSERT INTO events (event_id, account_id, type, data, created) VALUES ($1, $2, $3, $4, $5)",
-            params![&event_id, account_id, event_type, data, now],
-        )?
-        .ok_or_else(|| DbError::Other("an event insert wrote no row".to_owned()))?;
-    match conn.dialect() {
-        // One statement, one round trip.
-        Dialect::Postgres => {
-            conn.execute(
-                "INSERT INTO deliveries (account_id, event_id, webhook_id, endpoint, next_try, status, next_at, created, updated) \
-                 SELECT account_id, $1, id, endpoint, 0, 'pending', $2, $2, $2 FROM webhooks \
-                 WHERE account_id = $3 AND type = $4 AND status = 'enabled'",
-                params![id, now, account_id, event_type],
-            )?;
-        }
-        // The subscriptions are read first and each delivery inserted alone: an
-        // `INSERT ... SELECT` would make SQLite keep a statement journal for every event.
-        Dialect::Sqlite => {
-            let hooks = conn.query(
-                "SELECT id, endpoint FROM webhooks WHERE account_id = $1 AND type = $2 AND status = 'enabled'",
-                params![account_id, event_type],
-            )?;
-            for hook in &hooks {
-                insert_delivery(
-                    conn,
-                    account_id,
-                    id,
-                    Some(hook.int(0)?),
-                    &hook.text(1)?,
-                    now,
+    Outbox::default().emit_to(conn, account_id, event_type, data, extra_endpoint, now)
+}
+
+/// The events of one transaction that writes many (the SMS worker's status moves): on
+/// SQLite the subscriptions an event fans out to are read once per account and type, not
+/// once per event. Only for one transaction, where no subscription changes meanwhile.
+#[derive(Default)]
+pub struct Outbox {
+    hooks: HashMap<(i64, String), Vec<(i64, String)>>,
+}
+
+impl Outbox {
+    /// Records an event and its deliveries, as [`emit_to`] does.
+    pub fn emit_to(
+        &mut self,
+        conn: &mut dyn Conn,
+        account_id: i64,
+        event_type: &str,
+        data: &str,
+        extra_endpoint: Option<&str>,
+        now: Timestamp,
+    ) -> Result<String, DbError> {
+        let event_id = new_event_id();
+        let id = conn
+            .insert_id(
+                "INSERT INTO events (event_id, account_id, type, data, created) VALUES ($1, $2, $3, $4, $5)",
+                params![&event_id, account_id, event_type, data, now],
+            )?
+            .ok_or_else(|| DbError::Other("an event insert wrote no row".to_owned()))?;
+        match conn.dialect() {
+            // One statement, one round trip.
+            Dialect::Postgres => {
+                conn.execute(
+                    "INSERT INTO deliveries (account_id, event_id, webhook_id, endpoint, next_try, status, next_at, created, updated) \
+                     SELECT account_id, $1, id, endpoint, 0, 'pending', $2, $2, $2 FROM webhooks \
+                     WHERE account_id = $3 AND type = $4 AND status = 'enabled'",
+                    params![id, now, account_id, event_type],
                 )?;
             }
+            // The subscriptions are read first and each delivery inserted alone: an
+            // `INSERT ... SELECT` would make SQLite keep a statement journal for every event.
+            Dialect::Sqlite => {
+                let key = (account_id, event_type.to_owned());
+                if !self.hooks.contains_key(&key) {
+                    let hooks = conn
+                        .query(
+                            "SELECT id, endpoint FROM webhooks WHERE account_id = $1 AND type = $2 AND status = 'enabled'",
+                            params![account_id, event_type],
+                        )?
+                        .iter()
+                        .map(|hook| Ok((hook.int(0)?, hook.text(1)?)))
+                        .collect::<Result<Vec<_>, DbError>>()?;
+                    self.hooks.insert(key.clone(), hooks);
+                }
+                for (hook, endpoint) in self.hooks.get(&key).into_iter().flatten() {
+                    insert_delivery(conn, account_id, id, Some(*hook), endpoint, now)?;
+                }
+            }
         }
+        if let Some(endpoint) = extra_endpoint {
+            insert_delivery(conn, account_id, id, None, endpoint, now)?;
+        }
+        Ok(event_id)
     }
-    if let Some(endpoint) = extra_endpoint {
-        insert_delivery(conn, account_id, id, None, endpoint, now)?;
-    }
-    Ok(event_id)
 }
 
 fn insert_delivery(

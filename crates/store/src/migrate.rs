@@ -45,10 +45,16 @@ const MIGRATIONS: &[Migration] = &[
 
 /// Applies every migration not yet applied; returns the versions applied now.
 pub async fn run(store: &Store) -> Result<Vec<i64>, DbError> {
-    store.write(apply).await
+    run_to(store, i64::MAX).await
 }
 
-fn apply(conn: &mut dyn Conn) -> Result<Vec<i64>, DbError> {
+/// Applies the migrations not yet applied up to version `last` (a database as an earlier
+/// release left it, for tests of the later migrations).
+pub async fn run_to(store: &Store, last: i64) -> Result<Vec<i64>, DbError> {
+    store.write(move |c| apply(c, last)).await
+}
+
+fn apply(conn: &mut dyn Conn, last: i64) -> Result<Vec<i64>, DbError> {
     if conn.dialect() == Dialect::Postgres {
         // Any constant works; it only has to be the same on every node.
         conn.query("SELECT pg_advisory_xact_lock(7361836) IS NULL", params![])?;
@@ -62,7 +68,10 @@ fn apply(conn: &mut dyn Conn) -> Result<Vec<i64>, DbError> {
         .map(|r| r.int(0))
         .collect::<Result<_, _>>()?;
     let mut applied = Vec::new();
-    for m in MIGRATIONS.iter().filter(|m| !done.contains(&m.version)) {
+    for m in MIGRATIONS
+        .iter()
+        .filter(|m| m.version <= last && !done.contains(&m.version))
+    {
         let sql = match conn.dialect() {
             Dialect::Sqlite => m.sqlite,
             Dialect::Postgres => m.postgres,

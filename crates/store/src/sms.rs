@@ -53,10 +53,12 @@ pub struct Sms {
     pub sent_at: Option<Timestamp>,
     /// When it was delivered (or received, inbound).
     pub delivered_at: Option<Timestamp>,
+    /// Every status move, oldest first.
+    pub history: Vec<StatusChange>,
 }
 
 const COLUMNS: &str = "id, sid, account_id, direction, sender, recipient, body, encoding, parts, traffic_type, status, status_error, \
-     user_data, flash, webhook_url, billing_debit, carrier, next_at, created, updated, sent_at, delivered_at";
+     user_data, flash, webhook_url, billing_debit, carrier, next_at, created, updated, sent_at, delivered_at, history";
 
 fn from_row(r: &Row) -> Result<Sms, DbError> {
     Ok(Sms {
@@ -82,6 +84,7 @@ fn from_row(r: &Row) -> Result<Sms, DbError> {
         updated: r.timestamp(19)?,
         sent_at: r.opt_timestamp(20)?,
         delivered_at: r.opt_timestamp(21)?,
+        history: parse_history(&r.text(22)?)?,
     })
 }
 
@@ -177,6 +180,7 @@ pub fn insert(conn: &mut dyn Conn, new: &NewSms, now: Timestamp) -> Result<Sms, 
                 updated: now,
                 sent_at: None,
                 delivered_at: new.delivered_at,
+                history: Vec::new(),
             });
         }
     }
@@ -213,21 +217,28 @@ pub struct StatusChange {
     pub at: Timestamp,
 }
 
-/// Every status move of an SMS, oldest first.
-pub fn history(conn: &mut dyn Conn, sms_id: i64) -> Result<Vec<StatusChange>, DbError> {
-    conn.query(
-        "SELECT old_status, new_status, at FROM sms_history WHERE sms_id = $1 ORDER BY id",
-        params![sms_id],
-    )?
-    .iter()
-    .map(|r| {
-        Ok(StatusChange {
-            old_status: r.text(0)?,
-            new_status: r.text(1)?,
-            at: r.timestamp(2)?,
+/// Reads the stored status history: a line `old new at` per move, `at` in Unix milliseconds
+/// (statuses are single words). The statement moving a status appends its line, so a move
+/// needs no read and no second statement.
+pub fn parse_history(text: &str) -> Result<Vec<StatusChange>, DbError> {
+    text.lines()
+        .map(|line| {
+            let mut words = line.split(' ');
+            let (Some(old), Some(new), Some(at), None) =
+                (words.next(), words.next(), words.next(), words.next())
+            else {
+                return Err(DbError::Other(format!("bad SMS history line {line:?}")));
+            };
+            let at = at
+                .parse::<i64>()
+                .map_err(|_| DbError::Other(format!("bad SMS history time {at:?}")))?;
+            Ok(StatusChange {
+                old_status: old.to_owned(),
+                new_status: new.to_owned(),
+                at: Timestamp::from_millis(at),
+            })
         })
-    })
-    .collect()
+        .collect()
 }
 
 /// Moves an SMS to `status`, records the move, and sets when the worker acts next.
@@ -241,14 +252,15 @@ pub fn set_status(
 ) -> Result<(), DbError> {
     let sent = (status == "sent").then_some(now);
     let delivered = (status == "delivered").then_some(now);
+    // The history line starts with the status the row holds (SET reads the row as it was).
+    let line_end = format!(" {status} {}\n", now.millis());
     conn.execute(
         "UPDATE sms SET status = $1, status_error = $2, next_at = $3, updated = $4, \
-         sent_at = COALESCE(sent_at, $5), delivered_at = COALESCE(delivered_at, $6) WHERE id = $7",
-        params![status, error, next_at, now, sent, delivered, sms.id],
-    )?;
-    conn.execute(
-        "INSERT INTO sms_history (sms_id, old_status, new_status, at) VALUES ($1, $2, $3, $4)",
-        params![sms.id, &sms.status, status, now],
+         sent_at = COALESCE(sent_at, $5), delivered_at = COALESCE(delivered_at, $6), \
+         history = history || status || $7 WHERE id = $8",
+        params![
+            status, error, next_at, now, sent, delivered, line_end, sms.id
+        ],
     )?;
     Ok(())
 }

@@ -136,8 +136,13 @@ fn open(path: &Path, read_only: bool, sync: Synchronous) -> Result<Connection, D
         conn.execute_batch("PRAGMA journal_mode = WAL;")
             .map_err(map_err)?;
     }
+    // The page cache stays at SQLite's default (2 MB). A reader's cache is emptied whenever
+    // the database changed since its last read, which under writes is every read, and the
+    // writer's is trimmed at every commit; both walk the cache's hash table, whose size
+    // follows the cache's. Measured on the SMS benchmark: 32 MB caches cost the writer more
+    // in those walks (7% of its time) than they saved in reads.
     conn.execute_batch(&format!(
-        "PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON; PRAGMA cache_size = -32000;"
+        "PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON;"
     ))
     .map_err(map_err)?;
     conn.set_prepared_statement_cache_capacity(256);

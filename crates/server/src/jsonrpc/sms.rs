@@ -49,10 +49,8 @@ pub async fn get(call: &Call<'_>) -> Result<Value, RpcError> {
             let Some(s) = store::get(c, account.id, &sid)? else {
                 return Ok(None);
             };
-            let history = store::history(c, s.id)?;
             Ok::<_, dialtone_store::DbError>(Some(legacy::sms_object(
                 &s,
-                &history,
                 account.billing_mode.as_str(),
             )))
         })
@@ -101,12 +99,7 @@ pub async fn list(
         .read(move |c| {
             let mut out = Vec::new();
             for s in store::list(c, account.id, &filter, 1000)? {
-                let history = store::history(c, s.id)?;
-                out.push(legacy::sms_object(
-                    &s,
-                    &history,
-                    account.billing_mode.as_str(),
-                ));
+                out.push(legacy::sms_object(&s, account.billing_mode.as_str()));
             }
             Ok::<_, dialtone_store::DbError>(out)
         })

@@ -200,12 +200,7 @@ async fn one(
                     let Some(s) = store::get(c, account.id, &sid)? else {
                         return Ok(None);
                     };
-                    let history = store::history(c, s.id)?;
-                    Ok::<_, ApiError>(Some(legacy::sms_object(
-                        &s,
-                        &history,
-                        account.billing_mode.as_str(),
-                    )))
+                    Ok::<_, ApiError>(Some(legacy::sms_object(&s, account.billing_mode.as_str())))
                 })
                 .await?
                 .ok_or_else(|| ApiError::not_found("SMS"))

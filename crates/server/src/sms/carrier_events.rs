@@ -19,7 +19,7 @@ use dialtone_store::{Conn, accounts, inbound_parts};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::progress::{Modes, apply};
+use super::progress::{Moves, apply};
 use crate::http::error::ApiError;
 use crate::state::AppState;
 
@@ -227,7 +227,7 @@ fn advance(
     error: &str,
     now: dialtone_domain::Timestamp,
 ) -> Result<(), ApiError> {
-    let mut modes = Modes::default();
+    let mut moves = Moves::default();
     let mut current = sms.clone();
     for _ in 0..4 {
         let Some(status) = SmsStatus::parse(&current.status) else {
@@ -250,8 +250,7 @@ fn advance(
             break;
         }
         let text = if next == target { error } else { "" };
-        apply(c, state, &mut modes, &current, next, text, now)?;
-        current.status = next.as_str().to_owned();
+        current = apply(c, state, &mut moves, &current, next, text, now)?;
     }
     Ok(())
 }

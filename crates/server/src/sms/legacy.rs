@@ -3,8 +3,9 @@
 
 use dialtone_domain::Timestamp;
 use dialtone_domain::sms::SmsStatus;
-use dialtone_store::sms::{Sms, StatusChange};
-use serde_json::{Value, json};
+use dialtone_store::sms::Sms;
+use serde::Serialize;
+use serde_json::Value;
 
 /// MCC-MNC the simulated network reports (001-01 is the ITU test network).
 pub const SIMULATED_NETWORK: &str = "00101";
@@ -13,47 +14,128 @@ fn legacy_status(word: &str) -> &'static str {
     SmsStatus::parse(word).map_or("CREATED", SmsStatus::legacy)
 }
 
-/// The earlier SMS object. `billing_mode` is the account's (`prepaid` or `postpaid`).
-pub fn sms_object(sms: &Sms, history: &[StatusChange], billing_mode: &str) -> Value {
-    let inbound = sms.direction == "inbound";
-    let webhook = sms.webhook_url.as_ref().map(|u| json!({"endpoint": u}));
-    let options = if inbound {
-        json!({"webhook": webhook})
-    } else {
-        json!({
-            "flash_message": sms.flash,
-            "force_encoding": sms.encoding.to_ascii_uppercase(),
-            "nature": sms.traffic_type.as_deref().unwrap_or("marketing").to_ascii_uppercase(),
-            "user_data": sms.user_data,
-            "webhook": webhook,
-        })
-    };
-    json!({
-        "type": if inbound { "IN" } else { "OUT" },
-        "hash": sms.sid.to_hash(),
-        "from": sms.from,
-        "to": sms.to,
-        "text": sms.body,
-        "options": options,
-        "encoding": sms.encoding.to_ascii_uppercase(),
-        "user_data": sms.user_data.clone().unwrap_or_default(),
-        "b_customer_mode": billing_mode.to_ascii_uppercase(),
-        "b_customer_debit": sms.billing_debit.to_cents_string(),
-        "network": SIMULATED_NETWORK,
-        "status": legacy_status(&sms.status),
-        "status_error": sms.status_error,
-        "parts": sms.parts,
-        "nature": sms.traffic_type.as_deref().unwrap_or("marketing").to_ascii_uppercase(),
-        "date_creation": sms.created.to_legacy(),
-        "date_update": sms.updated.to_legacy(),
-        "date_sent": Timestamp::legacy_or_zero(sms.sent_at),
-        "date_received": Timestamp::legacy_or_zero(if inbound { sms.delivered_at } else { None }),
-        "status_history": history.iter().map(|h| json!({
-            "old_status": legacy_status(&h.old_status),
-            "new_status": legacy_status(&h.new_status),
-            "updated_at": h.at.to_legacy_ms(),
-        })).collect::<Vec<_>>(),
-    })
+/// The earlier SMS object, as JSON. `billing_mode` is the account's (`prepaid` or
+/// `postpaid`).
+pub fn sms_object(sms: &Sms, billing_mode: &str) -> Value {
+    serde_json::to_value(LegacySms::new(sms, billing_mode)).unwrap_or(Value::Null)
+}
+
+/// The earlier SMS object as the text of an event's `data` (serialized once, straight from
+/// the SMS: the SMS worker writes one per status move).
+pub fn sms_object_text(sms: &Sms, billing_mode: &str) -> String {
+    serde_json::to_string(&LegacySms::new(sms, billing_mode)).unwrap_or_default()
+}
+
+/// The earlier SMS object. Its fields, and those of the objects in it, are declared in
+/// alphabetical order: the order a JSON object has in this project (`serde_json` keeps keys
+/// sorted), so the text is the same whichever way it is made (a test checks it).
+#[derive(Serialize)]
+struct LegacySms<'a> {
+    b_customer_debit: String,
+    b_customer_mode: String,
+    date_creation: String,
+    date_received: String,
+    date_sent: String,
+    date_update: String,
+    encoding: String,
+    from: &'a str,
+    hash: String,
+    nature: String,
+    network: &'static str,
+    options: LegacyOptions<'a>,
+    parts: i64,
+    status: &'static str,
+    status_error: &'a str,
+    status_history: Vec<LegacyMove>,
+    text: &'a str,
+    to: &'a str,
+    #[serde(rename = "type")]
+    direction: &'static str,
+    user_data: &'a str,
+}
+
+/// `SMS.Options` as shown: inbound SMS only carry `webhook`.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum LegacyOptions<'a> {
+    Inbound {
+        webhook: Option<Endpoint<'a>>,
+    },
+    Outbound {
+        flash_message: bool,
+        force_encoding: String,
+        nature: String,
+        user_data: Option<&'a str>,
+        webhook: Option<Endpoint<'a>>,
+    },
+}
+
+#[derive(Serialize)]
+struct Endpoint<'a> {
+    endpoint: &'a str,
+}
+
+#[derive(Serialize)]
+struct LegacyMove {
+    new_status: &'static str,
+    old_status: &'static str,
+    updated_at: String,
+}
+
+impl<'a> LegacySms<'a> {
+    fn new(sms: &'a Sms, billing_mode: &str) -> Self {
+        let inbound = sms.direction == "inbound";
+        let webhook = sms
+            .webhook_url
+            .as_deref()
+            .map(|endpoint| Endpoint { endpoint });
+        let nature = sms
+            .traffic_type
+            .as_deref()
+            .unwrap_or("marketing")
+            .to_ascii_uppercase();
+        let options = if inbound {
+            LegacyOptions::Inbound { webhook }
+        } else {
+            LegacyOptions::Outbound {
+                flash_message: sms.flash,
+                force_encoding: sms.encoding.to_ascii_uppercase(),
+                nature: nature.clone(),
+                user_data: sms.user_data.as_deref(),
+                webhook,
+            }
+        };
+        Self {
+            b_customer_debit: sms.billing_debit.to_cents_string(),
+            b_customer_mode: billing_mode.to_ascii_uppercase(),
+            date_creation: sms.created.to_legacy(),
+            date_received: Timestamp::legacy_or_zero(if inbound { sms.delivered_at } else { None }),
+            date_sent: Timestamp::legacy_or_zero(sms.sent_at),
+            date_update: sms.updated.to_legacy(),
+            encoding: sms.encoding.to_ascii_uppercase(),
+            from: &sms.from,
+            hash: sms.sid.to_hash(),
+            nature,
+            network: SIMULATED_NETWORK,
+            options,
+            parts: sms.parts,
+            status: legacy_status(&sms.status),
+            status_error: &sms.status_error,
+            status_history: sms
+                .history
+                .iter()
+                .map(|h| LegacyMove {
+                    new_status: legacy_status(&h.new_status),
+                    old_status: legacy_status(&h.old_status),
+                    updated_at: h.at.to_legacy_ms(),
+                })
+                .collect(),
+            text: &sms.body,
+            to: &sms.to,
+            direction: if inbound { "IN" } else { "OUT" },
+            user_data: sms.user_data.as_deref().unwrap_or_default(),
+        }
+    }
 }
 
 /// `SMS.Options` of the earlier interfaces, as understood.
@@ -114,4 +196,83 @@ pub fn parse_options(v: &Value) -> Result<Options, (String, String)> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use dialtone_domain::{Money, Sid};
+    use dialtone_store::sms::StatusChange;
+
+    use super::*;
+
+    fn sms(direction: &str) -> Sms {
+        let t = Timestamp::from_millis(1_790_000_000_123);
+        Sms {
+            id: 1,
+            sid: Sid::generate(),
+            account_id: 1,
+            direction: direction.to_owned(),
+            from: "SMS".to_owned(),
+            to: "+447700900555".to_owned(),
+            body: "Caf\u{e9} \"quoted\"\n".to_owned(),
+            encoding: "gsm".to_owned(),
+            parts: 1,
+            traffic_type: (direction == "outbound").then(|| "alerting".to_owned()),
+            status: "sent".to_owned(),
+            status_error: String::new(),
+            user_data: Some("ref-1".to_owned()),
+            flash: true,
+            webhook_url: Some("https://example.org/hook".to_owned()),
+            billing_debit: Money::from_cents(450),
+            carrier: "simulated".to_owned(),
+            next_at: None,
+            created: t,
+            updated: t.plus_ms(400),
+            sent_at: Some(t.plus_ms(400)),
+            delivered_at: Some(t),
+            history: vec![
+                StatusChange {
+                    old_status: "created".to_owned(),
+                    new_status: "pending".to_owned(),
+                    at: t.plus_ms(200),
+                },
+                StatusChange {
+                    old_status: "pending".to_owned(),
+                    new_status: "sent".to_owned(),
+                    at: t.plus_ms(400),
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn the_event_text_is_the_sorted_json_object() {
+        for direction in ["outbound", "inbound"] {
+            let sms = sms(direction);
+            let value = sms_object(&sms, "prepaid");
+            assert_eq!(sms_object_text(&sms, "prepaid"), value.to_string());
+            assert_eq!(value["status"], "SENT");
+            assert_eq!(value["status_history"][1]["new_status"], "SENT");
+            assert_eq!(
+                value["status_history"][1]["updated_at"],
+                "2026-09-21 14:13:20.523"
+            );
+            assert_eq!(
+                value["options"]["webhook"]["endpoint"],
+                "https://example.org/hook"
+            );
+        }
+        let outbound = sms_object(&sms("outbound"), "prepaid");
+        assert_eq!(outbound["type"], "OUT");
+        assert_eq!(outbound["options"]["nature"], "ALERTING");
+        assert_eq!(outbound["date_received"], "0000-00-00 00:00:00");
+        let inbound = sms_object(&sms("inbound"), "postpaid");
+        assert_eq!(inbound["type"], "IN");
+        assert_eq!(inbound["b_customer_mode"], "POSTPAID");
+        assert_eq!(
+            inbound["options"].as_object().map(|o| o.len()),
+            Some(1),
+            "inbound options only carry the webhook"
+        );
+    }
 }

@@ -11,9 +11,10 @@ use dialtone_domain::sms::{
 };
 use dialtone_domain::{E164, Money, Timestamp};
 use dialtone_store::accounts::Account;
+use dialtone_store::events::Outbox;
 use dialtone_store::numbers::owned;
 use dialtone_store::sms::{self as store, NewSms, Sms};
-use dialtone_store::{Conn, DbError, billing, events};
+use dialtone_store::{Conn, DbError, billing};
 
 use crate::http::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -115,7 +116,7 @@ pub async fn send(state: &AppState, account: &Account, out: Outgoing) -> ApiResu
             Ok(sms)
         })
         .await?;
-    state.wake.notify_one();
+    state.sms_wake.notify_one();
     Ok(sms)
 }
 
@@ -162,20 +163,20 @@ fn resolve_sender(
 /// for outbound.
 pub fn emit_event(
     c: &mut dyn Conn,
+    outbox: &mut Outbox,
     sms: &Sms,
     billing_mode: &str,
     now: Timestamp,
 ) -> Result<(), DbError> {
-    let history = store::history(c, sms.id)?;
-    let data = legacy::sms_object(sms, &history, billing_mode);
+    let data = legacy::sms_object_text(sms, billing_mode);
     if sms.direction == Direction::Inbound.as_str() {
-        events::emit(c, sms.account_id, "sms.mo", &data.to_string(), now)?;
+        outbox.emit_to(c, sms.account_id, "sms.mo", &data, None, now)?;
     } else {
-        events::emit_to(
+        outbox.emit_to(
             c,
             sms.account_id,
             "sms.mt.status_update",
-            &data.to_string(),
+            &data,
             sms.webhook_url.as_deref(),
             now,
         )?;
@@ -214,7 +215,13 @@ pub fn receive(
         delivered_at: Some(now),
     };
     let sms = store::insert(c, &new, now)?;
-    emit_event(c, &sms, owner.billing_mode.as_str(), now)?;
+    emit_event(
+        c,
+        &mut Outbox::default(),
+        &sms,
+        owner.billing_mode.as_str(),
+        now,
+    )?;
     // The scenario attached to the number answers it (the runs worker starts the run).
     let context = serde_json::json!({
         "sid": sms.sid.as_str(),

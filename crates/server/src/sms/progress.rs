@@ -16,8 +16,9 @@ use dialtone_carrier::OutboundSms;
 use dialtone_domain::Timestamp;
 use dialtone_domain::sms::{Encoding, SmsStatus, layout};
 use dialtone_store::accounts;
+use dialtone_store::events::Outbox;
 use dialtone_store::numbers::owned;
-use dialtone_store::sms::{self as store, Sms};
+use dialtone_store::sms::{self as store, Sms, StatusChange};
 use dialtone_store::{Conn, billing};
 
 use crate::http::error::ApiError;
@@ -32,43 +33,53 @@ const LEASE_MS: i64 = 30_000;
 /// Wait before retrying a submission the carrier refused for now.
 const RETRY_MS: i64 = 10_000;
 
-/// Billing modes of the accounts seen in one batch (for the events' `b_customer_mode`).
+/// What the status moves of one transaction share: the accounts' billing modes (for the
+/// events' `b_customer_mode`) and the outbox (subscriptions read once per account).
 #[derive(Default)]
-pub(crate) struct Modes(HashMap<i64, String>);
+pub(crate) struct Moves {
+    modes: HashMap<i64, String>,
+    outbox: Outbox,
+}
 
-impl Modes {
-    fn of(&mut self, c: &mut dyn Conn, account_id: i64) -> Result<String, ApiError> {
-        if let Some(m) = self.0.get(&account_id) {
+impl Moves {
+    fn mode(&mut self, c: &mut dyn Conn, account_id: i64) -> Result<String, ApiError> {
+        if let Some(m) = self.modes.get(&account_id) {
             return Ok(m.clone());
         }
         let mode = accounts::by_id(c, account_id)?.map_or_else(
             || "prepaid".to_owned(),
             |a| a.billing_mode.as_str().to_owned(),
         );
-        self.0.insert(account_id, mode.clone());
+        self.modes.insert(account_id, mode.clone());
         Ok(mode)
     }
 }
 
 /// Moves `sms` to `next`, schedules what follows, emits the event; on delivery to a number of
-/// this platform, the owner receives it as an inbound SMS.
+/// this platform, the owner receives it as an inbound SMS. Returns the SMS as it now is.
 pub(crate) fn apply(
     c: &mut dyn Conn,
     state: &AppState,
-    modes: &mut Modes,
+    moves: &mut Moves,
     sms: &Sms,
     next: SmsStatus,
     error: &str,
     now: Timestamp,
-) -> Result<(), ApiError> {
+) -> Result<Sms, ApiError> {
     let following = state
         .carrier
         .next_status(&sms.to, next)
         .map(|(_, after)| now.plus_ms(after));
     store::set_status(c, sms, next.as_str(), error, following, now)?;
     let mut moved = sms.clone();
+    moved.history.push(StatusChange {
+        old_status: sms.status.clone(),
+        new_status: next.as_str().to_owned(),
+        at: now,
+    });
     moved.status = next.as_str().to_owned();
     moved.status_error = error.to_owned();
+    moved.next_at = following;
     moved.updated = now;
     if next == SmsStatus::Sent {
         moved.sent_at = moved.sent_at.or(Some(now));
@@ -76,8 +87,8 @@ pub(crate) fn apply(
     if next == SmsStatus::Delivered {
         moved.delivered_at = moved.delivered_at.or(Some(now));
     }
-    let mode = modes.of(c, sms.account_id)?;
-    super::emit_event(c, &moved, &mode, now)?;
+    let mode = moves.mode(c, sms.account_id)?;
+    super::emit_event(c, &mut moves.outbox, &moved, &mode, now)?;
     if next == SmsStatus::Delivered
         && let Some(number) = owned::by_e164(c, &sms.to)?
         && let Some(owner_id) = number.account_id
@@ -85,7 +96,7 @@ pub(crate) fn apply(
     {
         super::receive(c, &owner, &sms.from, &sms.to, &sms.body, now, &state.parsed)?;
     }
-    Ok(())
+    Ok(moved)
 }
 
 /// Whether the SMS goes through a real network (its statuses come from the network, not
@@ -104,7 +115,7 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
     let (to_submit, moved) = state
         .store
         .write_repeatable(move |c| {
-            let mut modes = Modes::default();
+            let mut moves = Moves::default();
             let mut submit = Vec::new();
             let mut moved = 0;
             for mut sms in store::due(c, now, BATCH)? {
@@ -114,8 +125,7 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
                 let real = is_real(&st, &sms);
                 if current == SmsStatus::Created || (current == SmsStatus::Pending && real) {
                     if current == SmsStatus::Created && real {
-                        apply(c, &st, &mut modes, &sms, SmsStatus::Pending, "", now)?;
-                        sms.status = SmsStatus::Pending.as_str().to_owned();
+                        sms = apply(c, &st, &mut moves, &sms, SmsStatus::Pending, "", now)?;
                     }
                     c.execute(
                         "UPDATE sms SET next_at = $1 WHERE id = $2",
@@ -126,7 +136,7 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
                 }
                 match st.carrier.next_status(&sms.to, current) {
                     Some((next, _)) if current.may_become(next) => {
-                        apply(c, &st, &mut modes, &sms, next, "", now)?
+                        apply(c, &st, &mut moves, &sms, next, "", now)?;
                     }
                     _ => {
                         c.execute(
@@ -168,7 +178,7 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
     state
         .store
         .write_repeatable(move |c| {
-            let mut modes = Modes::default();
+            let mut moves = Moves::default();
             for (sms, outcome) in &outcomes {
                 match outcome {
                     Ok(accepted) => {
@@ -186,16 +196,16 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
                                 &accepted.message_ids,
                                 now,
                             )?;
-                            apply(c, &st, &mut modes, sms, SmsStatus::Sent, "", now)?;
+                            apply(c, &st, &mut moves, sms, SmsStatus::Sent, "", now)?;
                         } else {
-                            apply(c, &st, &mut modes, sms, SmsStatus::Pending, "", now)?;
+                            apply(c, &st, &mut moves, sms, SmsStatus::Pending, "", now)?;
                         }
                     }
                     Err(rejected) if rejected.permanent => {
                         apply(
                             c,
                             &st,
-                            &mut modes,
+                            &mut moves,
                             sms,
                             SmsStatus::Error,
                             &rejected.reason,

@@ -6,3 +6,13 @@ DROP INDEX ledger_cause;
 -- reload them only when it moved.
 CREATE TABLE rates_version (version BIGINT NOT NULL);
 INSERT INTO rates_version (version) VALUES (1);
+
+-- The status history lives in its SMS: one line "old new at\n" per move (statuses are single
+-- words, `at` Unix milliseconds), appended by the statement that moves the status. A move
+-- is then one UPDATE instead of an UPDATE, an INSERT and, for its event, a SELECT.
+ALTER TABLE sms ADD COLUMN history TEXT NOT NULL DEFAULT '';
+UPDATE sms SET history = h.lines FROM (
+    SELECT sms_id, string_agg(old_status || ' ' || new_status || ' ' || at::text || E'\n', '' ORDER BY id) AS lines
+    FROM sms_history GROUP BY sms_id
+) h WHERE h.sms_id = sms.id;
+DROP TABLE sms_history;

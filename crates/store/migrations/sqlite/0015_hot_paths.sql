@@ -6,3 +6,13 @@ DROP INDEX ledger_cause;
 -- reload them only when it moved.
 CREATE TABLE rates_version (version INTEGER NOT NULL);
 INSERT INTO rates_version (version) VALUES (1);
+
+-- The status history lives in its SMS: one line "old new at\n" per move (statuses are single
+-- words, `at` Unix milliseconds), appended by the statement that moves the status. A move
+-- is then one UPDATE instead of an UPDATE, an INSERT and, for its event, a SELECT.
+ALTER TABLE sms ADD COLUMN history TEXT NOT NULL DEFAULT '';
+UPDATE sms SET history = (
+    SELECT group_concat(old_status || ' ' || new_status || ' ' || at || char(10), '' ORDER BY h.id)
+    FROM sms_history h WHERE h.sms_id = sms.id
+) WHERE id IN (SELECT sms_id FROM sms_history);
+DROP TABLE sms_history;

@@ -1,0 +1,132 @@
+//! Migrations carry the data an earlier release left: a database migrated to an earlier
+//! version, filled the way that release filled it, then migrated to the end. On SQLite and,
+//! with DIALTONE_TEST_DATABASE_URL, on PostgreSQL (in a schema of its own).
+
+use dialtone_domain::{Sid, Timestamp};
+use dialtone_store::{DatabaseUrl, DbError, Store, StoreOptions, migrate, params, sms};
+
+/// The SMS history moved into the SMS row (migration 15): each SMS keeps its moves, in
+/// order, and an SMS without moves has none.
+async fn sms_history_moves_into_the_sms(store: &Store) {
+    migrate::run_to(store, 14).await.expect("migrate to 14");
+    let account = store
+        .write(|c| {
+            c.execute(
+                "INSERT INTO accounts (sid, name, status, currency, billing_mode, credit, login, password_hash, created, updated) \
+                 VALUES ('acct0001', 'a', 'active', 'EUR', 'prepaid', 0, 'a', 'x', 0, 0)",
+                params![],
+            )?;
+            let account = c
+                .query_one("SELECT id FROM accounts WHERE sid = 'acct0001'", params![])?
+                .int(0)?;
+            let mut ids = Vec::new();
+            for sid in ["sms00001", "sms00002", "sms00003"] {
+                c.execute(
+                    "INSERT INTO sms (sid, account_id, direction, sender, recipient, body, encoding, parts, status, carrier, created, updated) \
+                     VALUES ($1, $2, 'outbound', 'SMS', '+447700900555', 'hi', 'gsm', 1, 'created', 'simulated', 0, 0)",
+                    params![sid, account],
+                )?;
+                ids.push(
+                    c.query_one("SELECT id FROM sms WHERE sid = $1", params![sid])?
+                        .int(0)?,
+                );
+            }
+            // Interleaved, as moves of several SMS are written.
+            for (sms, old, new, at) in [
+                (0, "created", "pending", 100),
+                (1, "created", "pending", 150),
+                (0, "pending", "sent", 300),
+                (1, "pending", "error", 350),
+                (0, "sent", "remote-queued", 500),
+            ] {
+                c.execute(
+                    "INSERT INTO sms_history (sms_id, old_status, new_status, at) VALUES ($1, $2, $3, $4)",
+                    params![ids[sms], old, new, at],
+                )?;
+            }
+            Ok::<_, DbError>(account)
+        })
+        .await
+        .expect("fill as release 14 did");
+    assert_eq!(migrate::run(store).await.expect("migrate"), vec![15]);
+
+    let histories = store
+        .read(move |c| {
+            ["sms00001", "sms00002", "sms00003"]
+                .iter()
+                .map(|sid| {
+                    let sid = Sid::parse(sid).expect("a sid");
+                    let sms = sms::get(c, account, &sid)?.expect("the SMS is there");
+                    Ok(sms
+                        .history
+                        .iter()
+                        .map(|h| (h.old_status.clone(), h.new_status.clone(), h.at))
+                        .collect::<Vec<_>>())
+                })
+                .collect::<Result<Vec<_>, DbError>>()
+        })
+        .await
+        .expect("read the SMS");
+    let moves = |list: &[(&str, &str, i64)]| {
+        list.iter()
+            .map(|(o, n, at)| {
+                (
+                    (*o).to_owned(),
+                    (*n).to_owned(),
+                    Timestamp::from_millis(*at),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        histories,
+        vec![
+            moves(&[
+                ("created", "pending", 100),
+                ("pending", "sent", 300),
+                ("sent", "remote-queued", 500)
+            ]),
+            moves(&[("created", "pending", 150), ("pending", "error", 350)]),
+            moves(&[]),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn sms_history_moves_into_the_sms_sqlite() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = DatabaseUrl::Sqlite(dir.path().join("t.db"));
+    let store = Store::open(&url, &StoreOptions::default())
+        .await
+        .expect("open SQLite");
+    sms_history_moves_into_the_sms(&store).await;
+}
+
+#[tokio::test]
+async fn sms_history_moves_into_the_sms_postgres() {
+    let Ok(admin) = std::env::var("DIALTONE_TEST_DATABASE_URL") else {
+        eprintln!("SKIPPED: set DIALTONE_TEST_DATABASE_URL to run this test on PostgreSQL");
+        return;
+    };
+    let schema = format!("mig_{}", std::process::id());
+    let setup = |sql: String| {
+        let admin = admin.clone();
+        std::thread::spawn(move || {
+            let mut c = postgres::Client::connect(&admin, postgres::NoTls).expect("connect");
+            c.batch_execute(&sql).expect("schema");
+        })
+        .join()
+        .expect("join");
+    };
+    setup(format!(
+        "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
+    ));
+    let sep = if admin.contains('?') { '&' } else { '?' };
+    let url = DatabaseUrl::Postgres(format!("{admin}{sep}options=-csearch_path%3D{schema}"));
+    let store = Store::open(&url, &StoreOptions::default())
+        .await
+        .expect("open PostgreSQL");
+    sms_history_moves_into_the_sms(&store).await;
+    drop(store);
+    setup(format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
+}
