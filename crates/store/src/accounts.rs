@@ -43,10 +43,20 @@ pub struct Account {
     pub rate_burst: Option<i64>,
 }
 
-const COLUMNS: &str = "a.id, a.sid, a.name, a.parent_id, p.sid, a.status, a.currency, a.billing_mode, a.credit, a.login, a.created, a.updated, a.warning_level, a.shutdown_level, a.rate_limit, a.rate_burst";
-/// How many columns [`COLUMNS`] names (the next column is the first a query adds).
+/// `SELECT` of an account's columns from `accounts a` (its parent `p`) followed by `$rest`:
+/// the statements are constants, built at compile time (authentication runs one per
+/// request).
+macro_rules! select_account {
+    ($rest:literal) => {
+        concat!(
+            "SELECT a.id, a.sid, a.name, a.parent_id, p.sid, a.status, a.currency, a.billing_mode, a.credit, a.login, \
+             a.created, a.updated, a.warning_level, a.shutdown_level, a.rate_limit, a.rate_burst",
+            $rest
+        )
+    };
+}
+/// How many columns [`select_account`] names (the next column is the first a query adds).
 const COLUMN_COUNT: usize = 16;
-const FROM: &str = "FROM accounts a LEFT JOIN accounts p ON p.id = a.parent_id";
 
 fn account_from_row(row: &Row) -> Result<Account, DbError> {
     let bad = |column: usize, what: &str| DbError::Decode {
@@ -170,42 +180,51 @@ pub fn revoke_key(
 
 /// The account owning a live (unrevoked) key with this hash.
 pub fn by_key_hash(conn: &mut dyn Conn, key_hash: &str) -> Result<Option<Account>, DbError> {
-    let sql = format!(
-        "SELECT {COLUMNS} {FROM} JOIN api_keys k ON k.account_id = a.id WHERE k.key_hash = $1 AND k.revoked IS NULL"
+    const SQL: &str = select_account!(
+        " FROM accounts a LEFT JOIN accounts p ON p.id = a.parent_id \
+         JOIN api_keys k ON k.account_id = a.id WHERE k.key_hash = $1 AND k.revoked IS NULL"
     );
-    conn.query_opt(&sql, params![key_hash])?
+    conn.query_opt(SQL, params![key_hash])?
         .map(|r| account_from_row(&r))
         .transpose()
 }
 
 /// An account by its sid.
 pub fn by_sid(conn: &mut dyn Conn, sid: &Sid) -> Result<Option<Account>, DbError> {
-    let sql = format!("SELECT {COLUMNS} {FROM} WHERE a.sid = $1");
-    conn.query_opt(&sql, params![sid])?
+    const SQL: &str = select_account!(
+        " FROM accounts a LEFT JOIN accounts p ON p.id = a.parent_id WHERE a.sid = $1"
+    );
+    conn.query_opt(SQL, params![sid])?
         .map(|r| account_from_row(&r))
         .transpose()
 }
 
 /// An account by its internal key.
 pub fn by_id(conn: &mut dyn Conn, id: i64) -> Result<Option<Account>, DbError> {
-    let sql = format!("SELECT {COLUMNS} {FROM} WHERE a.id = $1");
-    conn.query_opt(&sql, params![id])?
+    const SQL: &str = select_account!(
+        " FROM accounts a LEFT JOIN accounts p ON p.id = a.parent_id WHERE a.id = $1"
+    );
+    conn.query_opt(SQL, params![id])?
         .map(|r| account_from_row(&r))
         .transpose()
 }
 
 /// An account and its password hash by legacy login.
 pub fn by_login(conn: &mut dyn Conn, login: &str) -> Result<Option<(Account, String)>, DbError> {
-    let sql = format!("SELECT {COLUMNS}, a.password_hash {FROM} WHERE a.login = $1");
-    conn.query_opt(&sql, params![login])?
+    const SQL: &str = select_account!(
+        ", a.password_hash FROM accounts a LEFT JOIN accounts p ON p.id = a.parent_id WHERE a.login = $1"
+    );
+    conn.query_opt(SQL, params![login])?
         .map(|r| Ok((account_from_row(&r)?, r.text(COLUMN_COUNT)?)))
         .transpose()
 }
 
 /// Every account, oldest first.
 pub fn list(conn: &mut dyn Conn) -> Result<Vec<Account>, DbError> {
-    let sql = format!("SELECT {COLUMNS} {FROM} ORDER BY a.id");
-    conn.query(&sql, params![])?
+    const SQL: &str = select_account!(
+        " FROM accounts a LEFT JOIN accounts p ON p.id = a.parent_id ORDER BY a.id"
+    );
+    conn.query(SQL, params![])?
         .iter()
         .map(account_from_row)
         .collect()

@@ -36,7 +36,12 @@ struct After {
     currency: String,
 }
 
-const AFTER: &str = "credit, warning_level, shutdown_level, below_warning, status, suspended_by, billing_mode, currency";
+/// The columns [`after`] reads (a macro, so the statements using them are constants).
+macro_rules! after_columns {
+    () => {
+        "credit, warning_level, shutdown_level, below_warning, status, suspended_by, billing_mode, currency"
+    };
+}
 
 fn after(row: &crate::Row) -> Result<After, DbError> {
     Ok(After {
@@ -62,13 +67,16 @@ fn update_returning_after(
     account_id: i64,
 ) -> Result<Option<crate::Row>, DbError> {
     match conn.dialect() {
-        Dialect::Postgres => conn.query_opt(&format!("{update} RETURNING {AFTER}"), params),
+        Dialect::Postgres => conn.query_opt(
+            &format!(concat!("{} RETURNING ", after_columns!()), update),
+            params,
+        ),
         Dialect::Sqlite => {
             if conn.execute(update, params)? == 0 {
                 return Ok(None);
             }
             conn.query_opt(
-                &format!("SELECT {AFTER} FROM accounts WHERE id = $1"),
+                concat!("SELECT ", after_columns!(), " FROM accounts WHERE id = $1"),
                 params![account_id],
             )
         }

@@ -23,11 +23,37 @@ pub enum Synchronous {
 /// A rusqlite connection seen through [`Conn`].
 pub(crate) struct SqliteConn<'a>(pub(crate) &'a Connection);
 
-/// Rewrites `$N` placeholders to SQLite's `?N`: the same length, so a byte copy with the
-/// dollar signs swapped (this runs for every statement, before the statement cache lookup).
+/// The SQL text SQLite is given for `$N` placeholders (this runs for every statement,
+/// before the statement cache lookup). SQLite reads `$1` as a parameter *named* `$1`, whose
+/// index is its rank among the distinct names in order of first appearance: when `$1`, `$2`,
+/// ... first appear in that order (nearly every statement), the index is N and the text is
+/// used as written; otherwise `$N` become `?N` (the same length, a byte copy).
 fn placeholders(sql: &str) -> std::borrow::Cow<'_, str> {
     let bytes = sql.as_bytes();
-    if !bytes.contains(&b'$') {
+    let mut next = 1u32;
+    let mut in_order = true;
+    let mut i = 0;
+    while let Some(at) = bytes[i..].iter().position(|&b| b == b'$') {
+        let start = i + at + 1;
+        let digits = bytes[start..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        let n = std::str::from_utf8(&bytes[start..start + digits])
+            .ok()
+            .and_then(|d| d.parse::<u32>().ok());
+        match n {
+            Some(n) if n == next => next += 1,
+            Some(n) if n < next => {}
+            Some(_) => {
+                in_order = false;
+                break;
+            }
+            None => {}
+        }
+        i = start + digits;
+    }
+    if in_order {
         return sql.into();
     }
     let mut out = bytes.to_vec();
@@ -236,10 +262,34 @@ fn reader_loop(conn: Connection, rx: Receiver<ReadJob>) {
 #[cfg(test)]
 mod tests {
     use super::placeholders;
+    use crate::sql::{Conn, Value};
 
     #[test]
-    fn rewrites_numbered_placeholders_only() {
+    fn numbered_placeholders_out_of_order_are_rewritten() {
+        assert_eq!(placeholders("a = $2 AND b = $1"), "a = ?2 AND b = ?1");
         assert_eq!(placeholders("a = $1 AND b = $12"), "a = ?1 AND b = ?12");
-        assert_eq!(placeholders("x = '$'"), "x = '$'");
+        assert_eq!(placeholders("x = '$' AND y = $3"), "x = '$' AND y = ?3");
+    }
+
+    #[test]
+    fn placeholders_in_order_are_kept() {
+        let sql = "VALUES ($1, $2, $2, $3) WHERE x = $1 AND y = '$'";
+        assert!(matches!(placeholders(sql), std::borrow::Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn kept_placeholders_bind_by_their_number() {
+        let conn = rusqlite::Connection::open_in_memory().expect("open");
+        let mut c = super::SqliteConn(&conn);
+        let params = [Value::Int(1), Value::Int(2), Value::Int(3)];
+        for sql in ["SELECT $1, $2, $2, $3, $1", "SELECT $2, $1, $3, $2, $1"] {
+            let row = c.query(sql, &params).expect("query").remove(0);
+            let got: Vec<i64> = (0..5).map(|i| row.int(i).expect("int")).collect();
+            let want: Vec<i64> = sql
+                .split(['$', ','])
+                .filter_map(|w| w.trim().parse().ok())
+                .collect();
+            assert_eq!(got, want, "{sql}");
+        }
     }
 }

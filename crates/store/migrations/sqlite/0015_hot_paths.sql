@@ -16,3 +16,7 @@ UPDATE sms SET history = (
     FROM sms_history h WHERE h.sms_id = sms.id
 ) WHERE id IN (SELECT sms_id FROM sms_history);
 DROP TABLE sms_history;
+
+-- An SMS sent without a sender takes the account's first number in the destination's
+-- country: one index seek, instead of the account's numbers sorted for every SMS.
+CREATE INDEX numbers_owner_country ON numbers(account_id, country, assigned, e164);
