@@ -52,6 +52,10 @@ impl Carrier for Routes {
         self.carrier_for(&sms.to).submit(sms)
     }
 
+    fn submit_now(&self, sms: &OutboundSms) -> Option<Result<Accepted, Rejected>> {
+        self.carrier_for(&sms.to).submit_now(sms)
+    }
+
     fn next_status(&self, to: &str, current: SmsStatus) -> Option<(SmsStatus, i64)> {
         self.carrier_for(to).next_status(to, current)
     }
@@ -89,5 +93,31 @@ mod tests {
                 .is_none()
         );
         assert!(routes.next_status("+4412", SmsStatus::Pending).is_some());
+    }
+
+    #[test]
+    fn only_networks_without_io_answer_at_once() {
+        let routes = Routes::new(Arc::new(Simulated::new(200))).route("+33", Arc::new(Named("fr")));
+        let sms = |to: &str| OutboundSms {
+            sid: "abcd1234".into(),
+            from: "SMS".into(),
+            to: to.into(),
+            parts: vec!["one".into(), "two".into()],
+            encoding: dialtone_domain::sms::Encoding::Gsm,
+            flash: false,
+        };
+        assert!(routes.submit_now(&sms("+33612345678")).is_none());
+        let taken = routes.submit_now(&sms("+447700900555"));
+        assert_eq!(
+            taken.and_then(Result::ok).map(|a| a.message_ids),
+            Some(vec!["abcd1234-1".to_owned(), "abcd1234-2".to_owned()])
+        );
+        assert!(matches!(
+            routes.submit_now(&sms("+447700900003")),
+            Some(Err(Rejected {
+                permanent: true,
+                ..
+            }))
+        ));
     }
 }

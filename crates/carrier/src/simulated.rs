@@ -66,13 +66,11 @@ impl Simulated {
     }
 }
 
-impl Carrier for Simulated {
-    fn name(&self) -> &str {
-        "simulated"
-    }
-
-    fn submit<'a>(&'a self, sms: &'a OutboundSms) -> BoxFuture<'a, Result<Accepted, Rejected>> {
-        let outcome = if magic(&sms.to) == Some("003") {
+impl Simulated {
+    /// The network's answer to a submission: refused for `...003`, taken otherwise, with
+    /// one message id per part.
+    fn answer(&self, sms: &OutboundSms) -> Result<Accepted, Rejected> {
+        if magic(&sms.to) == Some("003") {
             Err(Rejected {
                 permanent: true,
                 reason: "simulated: destination refused the message".to_owned(),
@@ -84,8 +82,21 @@ impl Carrier for Simulated {
                     .collect(),
                 network: "simulated".to_owned(),
             })
-        };
-        Box::pin(std::future::ready(outcome))
+        }
+    }
+}
+
+impl Carrier for Simulated {
+    fn name(&self) -> &str {
+        "simulated"
+    }
+
+    fn submit<'a>(&'a self, sms: &'a OutboundSms) -> BoxFuture<'a, Result<Accepted, Rejected>> {
+        Box::pin(std::future::ready(self.answer(sms)))
+    }
+
+    fn submit_now(&self, sms: &OutboundSms) -> Option<Result<Accepted, Rejected>> {
+        Some(self.answer(sms))
     }
 
     fn next_status(&self, to: &str, current: SmsStatus) -> Option<(SmsStatus, i64)> {

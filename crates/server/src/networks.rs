@@ -148,6 +148,10 @@ impl Carrier for Networks {
         Box::pin(async move { routes.submit(sms).await })
     }
 
+    fn submit_now(&self, sms: &OutboundSms) -> Option<Result<Accepted, Rejected>> {
+        self.routes().submit_now(sms)
+    }
+
     fn next_status(&self, to: &str, current: SmsStatus) -> Option<(SmsStatus, i64)> {
         self.routes().next_status(to, current)
     }

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use dialtone_carrier::OutboundSms;
+use dialtone_carrier::{Accepted, OutboundSms, Rejected};
 use dialtone_domain::Timestamp;
 use dialtone_domain::sms::{Encoding, SmsStatus, layout};
 use dialtone_store::accounts;
@@ -108,6 +108,85 @@ fn is_real(state: &AppState, sms: &Sms) -> bool {
         .is_none()
 }
 
+/// The SMS as handed to its network: the text split into its parts.
+fn outbound(sms: &Sms) -> OutboundSms {
+    let encoding = Encoding::parse(&sms.encoding).unwrap_or(Encoding::Unicode);
+    let parts = layout(&sms.body, Some(encoding))
+        .map(|l| l.parts)
+        .unwrap_or_else(|_| vec![sms.body.clone()]);
+    OutboundSms {
+        sid: sms.sid.to_string(),
+        from: sms.from.clone(),
+        to: sms.to.clone(),
+        parts,
+        encoding,
+        flash: sms.flash,
+    }
+}
+
+/// Records a network's answer to the submission of `sms`: pending (sent, for a real
+/// network whose SMSC took every part), error with a refund when refused for good, due
+/// again later when refused for now.
+fn settle(
+    c: &mut dyn Conn,
+    state: &AppState,
+    moves: &mut Moves,
+    sms: &Sms,
+    outcome: &Result<Accepted, Rejected>,
+    now: Timestamp,
+) -> Result<(), ApiError> {
+    match outcome {
+        Ok(accepted) => {
+            c.execute(
+                "UPDATE sms SET message_ids = $1 WHERE id = $2",
+                dialtone_store::params![accepted.message_ids.join(","), sms.id],
+            )?;
+            if sms.status == SmsStatus::Pending.as_str() {
+                // A real network: every part has its submit_sm_resp, so it is sent;
+                // receipts will find it by the network's ids.
+                dialtone_store::sms_parts::insert(
+                    c,
+                    sms.id,
+                    &accepted.network,
+                    &accepted.message_ids,
+                    now,
+                )?;
+                apply(c, state, moves, sms, SmsStatus::Sent, "", now)?;
+            } else {
+                apply(c, state, moves, sms, SmsStatus::Pending, "", now)?;
+            }
+        }
+        Err(rejected) if rejected.permanent => {
+            apply(
+                c,
+                state,
+                moves,
+                sms,
+                SmsStatus::Error,
+                &rejected.reason,
+                now,
+            )?;
+            if sms.billing_debit > dialtone_domain::Money::ZERO {
+                billing::credit(
+                    c,
+                    sms.account_id,
+                    sms.billing_debit,
+                    "refund",
+                    sms.sid.as_str(),
+                    now,
+                )?;
+            }
+        }
+        Err(_) => {
+            c.execute(
+                "UPDATE sms SET next_at = $1 WHERE id = $2",
+                dialtone_store::params![now.plus_ms(RETRY_MS), sms.id],
+            )?;
+        }
+    }
+    Ok(())
+}
+
 /// Handles the SMS work that is due; returns how many SMS moved or were submitted.
 pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
     let now = state.clock.now();
@@ -127,11 +206,18 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
                     if current == SmsStatus::Created && real {
                         sms = apply(c, &st, &mut moves, &sms, SmsStatus::Pending, "", now)?;
                     }
+                    let outbound = outbound(&sms);
+                    if let Some(outcome) = st.carrier.submit_now(&outbound) {
+                        settle(c, &st, &mut moves, &sms, &outcome, now)?;
+                        moved += 1;
+                        continue;
+                    }
+                    // Leased while it is submitted outside the transaction.
                     c.execute(
                         "UPDATE sms SET next_at = $1 WHERE id = $2",
                         dialtone_store::params![now.plus_ms(LEASE_MS), sms.id],
                     )?;
-                    submit.push(sms);
+                    submit.push((sms, outbound));
                     continue;
                 }
                 match st.carrier.next_status(&sms.to, current) {
@@ -155,19 +241,7 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
         return Ok(moved);
     }
     // Submitted together: a connector's window and throughput pace them, not this loop.
-    let submissions = to_submit.into_iter().map(|sms| async move {
-        let encoding = Encoding::parse(&sms.encoding).unwrap_or(Encoding::Unicode);
-        let parts = layout(&sms.body, Some(encoding))
-            .map(|l| l.parts)
-            .unwrap_or_else(|_| vec![sms.body.clone()]);
-        let outbound = OutboundSms {
-            sid: sms.sid.to_string(),
-            from: sms.from.clone(),
-            to: sms.to.clone(),
-            parts,
-            encoding,
-            flash: sms.flash,
-        };
+    let submissions = to_submit.into_iter().map(|(sms, outbound)| async move {
         let outcome = state.carrier.submit(&outbound).await;
         (sms, outcome)
     });
@@ -180,55 +254,7 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
         .write_repeatable(move |c| {
             let mut moves = Moves::default();
             for (sms, outcome) in &outcomes {
-                match outcome {
-                    Ok(accepted) => {
-                        c.execute(
-                            "UPDATE sms SET message_ids = $1 WHERE id = $2",
-                            dialtone_store::params![accepted.message_ids.join(","), sms.id],
-                        )?;
-                        if sms.status == SmsStatus::Pending.as_str() {
-                            // A real network: every part has its submit_sm_resp, so it is
-                            // sent; receipts will find it by the network's ids.
-                            dialtone_store::sms_parts::insert(
-                                c,
-                                sms.id,
-                                &accepted.network,
-                                &accepted.message_ids,
-                                now,
-                            )?;
-                            apply(c, &st, &mut moves, sms, SmsStatus::Sent, "", now)?;
-                        } else {
-                            apply(c, &st, &mut moves, sms, SmsStatus::Pending, "", now)?;
-                        }
-                    }
-                    Err(rejected) if rejected.permanent => {
-                        apply(
-                            c,
-                            &st,
-                            &mut moves,
-                            sms,
-                            SmsStatus::Error,
-                            &rejected.reason,
-                            now,
-                        )?;
-                        if sms.billing_debit > dialtone_domain::Money::ZERO {
-                            billing::credit(
-                                c,
-                                sms.account_id,
-                                sms.billing_debit,
-                                "refund",
-                                sms.sid.as_str(),
-                                now,
-                            )?;
-                        }
-                    }
-                    Err(_) => {
-                        c.execute(
-                            "UPDATE sms SET next_at = $1 WHERE id = $2",
-                            dialtone_store::params![now.plus_ms(RETRY_MS), sms.id],
-                        )?;
-                    }
-                }
+                settle(c, &st, &mut moves, sms, outcome, now)?;
             }
             Ok::<_, ApiError>(())
         })
