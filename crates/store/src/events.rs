@@ -49,69 +49,173 @@ pub fn emit_to(
     extra_endpoint: Option<&str>,
     now: Timestamp,
 ) -> Result<String, DbError> {
-    Outbox::default().emit_to(conn, account_id, event_type, data, extra_endpoint, now)
+    let event_id = new_event_id();
+    let id = conn
+        .insert_id(
+            "INSERT INTO events (event_id, account_id, type, data, created) VALUES ($1, $2, $3, $4, $5)",
+            params![&event_id, account_id, event_type, data, now],
+        )?
+        .ok_or_else(|| DbError::Other("an event insert wrote no row".to_owned()))?;
+    match conn.dialect() {
+        // One statement, one round trip.
+        Dialect::Postgres => {
+            conn.execute(
+                "INSERT INTO deliveries (account_id, event_id, webhook_id, endpoint, next_try, status, next_at, created, updated) \
+                 SELECT account_id, $1, id, endpoint, 0, 'pending', $2, $2, $2 FROM webhooks \
+                 WHERE account_id = $3 AND type = $4 AND status = 'enabled'",
+                params![id, now, account_id, event_type],
+            )?;
+        }
+        // The subscriptions are read first and each delivery inserted alone: an
+        // `INSERT ... SELECT` would make SQLite keep a statement journal for every event.
+        Dialect::Sqlite => {
+            for (hook, endpoint) in subscriptions(conn, account_id, event_type)? {
+                insert_delivery(conn, account_id, id, Some(hook), &endpoint, now)?;
+            }
+        }
+    }
+    if let Some(endpoint) = extra_endpoint {
+        insert_delivery(conn, account_id, id, None, endpoint, now)?;
+    }
+    Ok(event_id)
 }
 
-/// The events of one transaction that writes many (the SMS worker's status moves): on
-/// SQLite the subscriptions an event fans out to are read once per account and type, not
-/// once per event. Only for one transaction, where no subscription changes meanwhile.
+/// The enabled subscriptions of an account to an event type: (webhook id, endpoint).
+fn subscriptions(
+    conn: &mut dyn Conn,
+    account_id: i64,
+    event_type: &str,
+) -> Result<Vec<(i64, String)>, DbError> {
+    conn.query(
+        "SELECT id, endpoint FROM webhooks WHERE account_id = $1 AND type = $2 AND status = 'enabled'",
+        params![account_id, event_type],
+    )?
+    .iter()
+    .map(|hook| Ok((hook.int(0)?, hook.text(1)?)))
+    .collect()
+}
+
+/// An event waiting in an [`Outbox`].
+struct Queued {
+    event_id: String,
+    account_id: i64,
+    event_type: &'static str,
+    data: String,
+    extra_endpoint: Option<String>,
+    created: Timestamp,
+}
+
+/// Events of a transaction that records many (the SMS worker's status moves), written
+/// together by [`Outbox::flush`]: the events and their deliveries a few rows to a statement,
+/// each account's subscriptions to a type read once. On PostgreSQL that is a few round trips
+/// for a batch instead of two per event. Only for one transaction: flushed before it
+/// commits, and no subscription changes meanwhile.
 #[derive(Default)]
 pub struct Outbox {
-    hooks: HashMap<(i64, String), Vec<(i64, String)>>,
+    queued: Vec<Queued>,
+    hooks: HashMap<(i64, &'static str), Vec<(i64, String)>>,
 }
 
 impl Outbox {
-    /// Records an event and its deliveries, as [`emit_to`] does.
-    pub fn emit_to(
+    /// Queues an event of `event_type` for the account, also to be delivered to
+    /// `extra_endpoint`; returns its id. It is written by [`Outbox::flush`].
+    pub fn push(
         &mut self,
-        conn: &mut dyn Conn,
         account_id: i64,
-        event_type: &str,
-        data: &str,
+        event_type: &'static str,
+        data: String,
         extra_endpoint: Option<&str>,
         now: Timestamp,
-    ) -> Result<String, DbError> {
+    ) -> String {
         let event_id = new_event_id();
-        let id = conn
-            .insert_id(
-                "INSERT INTO events (event_id, account_id, type, data, created) VALUES ($1, $2, $3, $4, $5)",
-                params![&event_id, account_id, event_type, data, now],
-            )?
-            .ok_or_else(|| DbError::Other("an event insert wrote no row".to_owned()))?;
-        match conn.dialect() {
-            // One statement, one round trip.
-            Dialect::Postgres => {
-                conn.execute(
-                    "INSERT INTO deliveries (account_id, event_id, webhook_id, endpoint, next_try, status, next_at, created, updated) \
-                     SELECT account_id, $1, id, endpoint, 0, 'pending', $2, $2, $2 FROM webhooks \
-                     WHERE account_id = $3 AND type = $4 AND status = 'enabled'",
-                    params![id, now, account_id, event_type],
-                )?;
+        self.queued.push(Queued {
+            event_id: event_id.clone(),
+            account_id,
+            event_type,
+            data,
+            extra_endpoint: extra_endpoint.map(str::to_owned),
+            created: now,
+        });
+        event_id
+    }
+
+    /// Writes the queued events and their deliveries (one per enabled subscription of its
+    /// account to its type, and one to its extra endpoint).
+    pub fn flush(&mut self, conn: &mut dyn Conn) -> Result<(), DbError> {
+        use crate::sql::{Item, row_chunks, values_list};
+        let queued = std::mem::take(&mut self.queued);
+        let mut ids: HashMap<String, i64> = HashMap::with_capacity(queued.len());
+        for chunk in row_chunks(&queued) {
+            let sql = format!(
+                "INSERT INTO events (event_id, account_id, type, data, created) VALUES {} RETURNING event_id, id",
+                values_list(chunk.len(), &[Item::Param; 5])
+            );
+            let mut params = Vec::with_capacity(chunk.len() * 5);
+            for e in chunk {
+                params.extend([
+                    e.event_id.as_str().into(),
+                    e.account_id.into(),
+                    e.event_type.into(),
+                    e.data.as_str().into(),
+                    e.created.into(),
+                ]);
             }
-            // The subscriptions are read first and each delivery inserted alone: an
-            // `INSERT ... SELECT` would make SQLite keep a statement journal for every event.
-            Dialect::Sqlite => {
-                let key = (account_id, event_type.to_owned());
-                if !self.hooks.contains_key(&key) {
-                    let hooks = conn
-                        .query(
-                            "SELECT id, endpoint FROM webhooks WHERE account_id = $1 AND type = $2 AND status = 'enabled'",
-                            params![account_id, event_type],
-                        )?
-                        .iter()
-                        .map(|hook| Ok((hook.int(0)?, hook.text(1)?)))
-                        .collect::<Result<Vec<_>, DbError>>()?;
-                    self.hooks.insert(key.clone(), hooks);
-                }
-                for (hook, endpoint) in self.hooks.get(&key).into_iter().flatten() {
-                    insert_delivery(conn, account_id, id, Some(*hook), endpoint, now)?;
-                }
+            for row in conn.query(&sql, &params)? {
+                ids.insert(row.text(0)?, row.int(1)?);
             }
         }
-        if let Some(endpoint) = extra_endpoint {
-            insert_delivery(conn, account_id, id, None, endpoint, now)?;
+        for e in &queued {
+            let key = (e.account_id, e.event_type);
+            if !self.hooks.contains_key(&key) {
+                let hooks = subscriptions(conn, e.account_id, e.event_type)?;
+                self.hooks.insert(key, hooks);
+            }
         }
-        Ok(event_id)
+        // (account, event, webhook, endpoint, created) of every delivery to make.
+        let mut deliveries: Vec<(i64, i64, Option<i64>, &str, Timestamp)> = Vec::new();
+        for e in &queued {
+            let id = *ids
+                .get(e.event_id.as_str())
+                .ok_or_else(|| DbError::Other("an event insert wrote no row".to_owned()))?;
+            let key = (e.account_id, e.event_type);
+            for (hook, endpoint) in self.hooks.get(&key).into_iter().flatten() {
+                deliveries.push((e.account_id, id, Some(*hook), endpoint, e.created));
+            }
+            if let Some(endpoint) = &e.extra_endpoint {
+                deliveries.push((e.account_id, id, None, endpoint, e.created));
+            }
+        }
+        let items = [
+            Item::Param,
+            Item::Param,
+            Item::Param,
+            Item::Param,
+            Item::Const("0"),
+            Item::Const("'pending'"),
+            Item::Param,
+            Item::Param,
+            Item::Param,
+        ];
+        for chunk in row_chunks(&deliveries) {
+            let sql = format!(
+                "INSERT INTO deliveries (account_id, event_id, webhook_id, endpoint, next_try, status, next_at, created, updated) VALUES {}",
+                values_list(chunk.len(), &items)
+            );
+            let mut params = Vec::with_capacity(chunk.len() * 7);
+            for (account, event, hook, endpoint, at) in chunk {
+                params.extend([
+                    (*account).into(),
+                    (*event).into(),
+                    (*hook).into(),
+                    (*endpoint).into(),
+                    (*at).into(),
+                    (*at).into(),
+                    (*at).into(),
+                ]);
+            }
+            conn.execute(&sql, &params)?;
+        }
+        Ok(())
     }
 }
 

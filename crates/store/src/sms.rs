@@ -241,27 +241,67 @@ pub fn parse_history(text: &str) -> Result<Vec<StatusChange>, DbError> {
         .collect()
 }
 
-/// Moves an SMS to `status`, records the move, and sets when the worker acts next.
-pub fn set_status(
-    conn: &mut dyn Conn,
-    sms: &Sms,
-    status: &str,
-    error: &str,
-    next_at: Option<Timestamp>,
-    now: Timestamp,
-) -> Result<(), DbError> {
-    let sent = (status == "sent").then_some(now);
-    let delivered = (status == "delivered").then_some(now);
-    // The history line starts with the status the row holds (SET reads the row as it was).
-    let line_end = format!(" {status} {}\n", now.millis());
-    conn.execute(
-        "UPDATE sms SET status = $1, status_error = $2, next_at = $3, updated = $4, \
-         sent_at = COALESCE(sent_at, $5), delivered_at = COALESCE(delivered_at, $6), \
-         history = history || status || $7 WHERE id = $8",
-        params![
-            status, error, next_at, now, sent, delivered, line_end, sms.id
-        ],
-    )?;
+/// A moved SMS's new state, written with the others of its batch by [`write_states`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct StateWrite {
+    /// Internal key of the SMS.
+    pub id: i64,
+    /// Status after the moves.
+    pub status: String,
+    /// Why it failed, when it did.
+    pub status_error: String,
+    /// When the worker acts next.
+    pub next_at: Option<Timestamp>,
+    /// Time of the last move.
+    pub updated: Timestamp,
+    /// When the carrier took it (kept when already set).
+    pub sent_at: Option<Timestamp>,
+    /// When it was delivered (kept when already set).
+    pub delivered_at: Option<Timestamp>,
+    /// The moves' lines ([`history_line`]), appended to the stored history.
+    pub history_lines: String,
+}
+
+/// The stored form of one move (see [`parse_history`]).
+pub fn history_line(old: &str, new: &str, at: Timestamp) -> String {
+    format!("{old} {new} {}\n", at.millis())
+}
+
+/// Writes the new states of moved SMS, up to 64 to a statement (one round trip on
+/// PostgreSQL for a batch of moves, instead of one per move).
+pub fn write_states(conn: &mut dyn Conn, states: &[StateWrite]) -> Result<(), DbError> {
+    use crate::sql::{Item, row_chunks, values_list};
+    let postgres = conn.dialect() == Dialect::Postgres;
+    let (int, text) = if postgres {
+        (Item::Cast("bigint"), Item::Cast("text"))
+    } else {
+        (Item::Param, Item::Param)
+    };
+    let items = [int, text, text, int, int, int, int, text];
+    for chunk in row_chunks(states) {
+        let sql = format!(
+            "WITH v(id, status, status_error, next_at, updated, sent_at, delivered_at, lines) AS (VALUES {}) \
+             UPDATE sms SET status = v.status, status_error = v.status_error, next_at = v.next_at, \
+             updated = v.updated, sent_at = COALESCE(sms.sent_at, v.sent_at), \
+             delivered_at = COALESCE(sms.delivered_at, v.delivered_at), history = sms.history || v.lines \
+             FROM v WHERE sms.id = v.id",
+            values_list(chunk.len(), &items)
+        );
+        let mut params = Vec::with_capacity(chunk.len() * items.len());
+        for w in chunk {
+            params.extend([
+                w.id.into(),
+                w.status.as_str().into(),
+                w.status_error.as_str().into(),
+                w.next_at.into(),
+                w.updated.into(),
+                w.sent_at.into(),
+                w.delivered_at.into(),
+                w.history_lines.as_str().into(),
+            ]);
+        }
+        conn.execute(&sql, &params)?;
+    }
     Ok(())
 }
 

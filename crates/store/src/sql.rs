@@ -325,3 +325,93 @@ impl fmt::Display for SqlBuilder {
         f.write_str(&self.sql)
     }
 }
+
+/// Rows written many to a statement: the sizes of the statements [`row_chunks`] cuts, so a
+/// handful of statement texts (each prepared once) serve any number of rows.
+const CHUNK_SIZES: [usize; 4] = [64, 16, 4, 1];
+
+/// Cuts `rows` into chunks of 64, 16, 4 and 1 rows, largest first: a multi-row statement per
+/// chunk, instead of one statement (one round trip on PostgreSQL) per row.
+pub fn row_chunks<T>(rows: &[T]) -> Vec<&[T]> {
+    let mut out = Vec::new();
+    let mut rest = rows;
+    while !rest.is_empty() {
+        let size = CHUNK_SIZES
+            .into_iter()
+            .find(|s| *s <= rest.len())
+            .unwrap_or(1);
+        let (chunk, tail) = rest.split_at(size);
+        out.push(chunk);
+        rest = tail;
+    }
+    out
+}
+
+/// One column of a [`values_list`] row.
+#[derive(Debug, Clone, Copy)]
+pub enum Item<'a> {
+    /// A parameter, `$n`.
+    Param,
+    /// A parameter with a PostgreSQL cast, `$n::type` (PostgreSQL types the values of a
+    /// `VALUES` list outside an `INSERT` only by their casts).
+    Cast(&'a str),
+    /// Constant SQL.
+    Const(&'a str),
+}
+
+/// `(A, B, ...), (A, B, ...)`: `rows` tuples of `items`, the parameters numbered `$1, $2, ...`
+/// row after row.
+pub fn values_list(rows: usize, items: &[Item<'_>]) -> String {
+    let mut out = String::with_capacity(rows * items.len() * 8);
+    let mut n = 0;
+    for row in 0..rows {
+        if row > 0 {
+            out.push_str(", ");
+        }
+        out.push('(');
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            match item {
+                Item::Param | Item::Cast(_) => {
+                    n += 1;
+                    out.push('$');
+                    out.push_str(&n.to_string());
+                    if let Item::Cast(ty) = item {
+                        out.push_str("::");
+                        out.push_str(ty);
+                    }
+                }
+                Item::Const(sql) => out.push_str(sql),
+            }
+        }
+        out.push(')');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_cover_every_row_once_with_few_sizes() {
+        for n in 0..300 {
+            let rows: Vec<usize> = (0..n).collect();
+            let chunks = row_chunks(&rows);
+            let flat: Vec<usize> = chunks.iter().flat_map(|c| c.iter().copied()).collect();
+            assert_eq!(flat, rows);
+            assert!(chunks.iter().all(|c| CHUNK_SIZES.contains(&c.len())));
+        }
+    }
+
+    #[test]
+    fn values_lists_number_placeholders_row_after_row() {
+        let items = [Item::Param, Item::Cast("bigint"), Item::Const("0")];
+        assert_eq!(
+            values_list(2, &items),
+            "($1, $2::bigint, 0), ($3, $4::bigint, 0)"
+        );
+    }
+}

@@ -252,7 +252,7 @@ fn advance(
         let text = if next == target { error } else { "" };
         current = apply(c, state, &mut moves, &current, next, text, now)?;
     }
-    Ok(())
+    moves.flush(c)
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use dialtone_store::accounts::Account;
 use dialtone_store::events::Outbox;
 use dialtone_store::numbers::owned;
 use dialtone_store::sms::{self as store, NewSms, Sms};
-use dialtone_store::{Conn, DbError, billing};
+use dialtone_store::{Conn, billing};
 
 use crate::http::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -159,29 +159,21 @@ fn resolve_sender(
     }
 }
 
-/// Emits the event of an SMS's current state: `sms.mo` for inbound, `sms.mt.status_update`
-/// for outbound.
-pub fn emit_event(
-    c: &mut dyn Conn,
-    outbox: &mut Outbox,
-    sms: &Sms,
-    billing_mode: &str,
-    now: Timestamp,
-) -> Result<(), DbError> {
+/// Queues the event of an SMS's current state: `sms.mo` for inbound, `sms.mt.status_update`
+/// (also to the SMS's own webhook) for outbound.
+pub fn queue_event(outbox: &mut Outbox, sms: &Sms, billing_mode: &str, now: Timestamp) {
     let data = legacy::sms_object_text(sms, billing_mode);
     if sms.direction == Direction::Inbound.as_str() {
-        outbox.emit_to(c, sms.account_id, "sms.mo", &data, None, now)?;
+        outbox.push(sms.account_id, "sms.mo", data, None, now);
     } else {
-        outbox.emit_to(
-            c,
+        outbox.push(
             sms.account_id,
             "sms.mt.status_update",
-            &data,
+            data,
             sms.webhook_url.as_deref(),
             now,
-        )?;
+        );
     }
-    Ok(())
 }
 
 /// Records an inbound SMS for the owner of `to` (within the caller's transaction) and emits
@@ -215,13 +207,9 @@ pub fn receive(
         delivered_at: Some(now),
     };
     let sms = store::insert(c, &new, now)?;
-    emit_event(
-        c,
-        &mut Outbox::default(),
-        &sms,
-        owner.billing_mode.as_str(),
-        now,
-    )?;
+    let mut outbox = Outbox::default();
+    queue_event(&mut outbox, &sms, owner.billing_mode.as_str(), now);
+    outbox.flush(c)?;
     // The scenario attached to the number answers it (the runs worker starts the run).
     let context = serde_json::json!({
         "sid": sms.sid.as_str(),

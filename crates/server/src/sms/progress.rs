@@ -18,7 +18,7 @@ use dialtone_domain::sms::{Encoding, SmsStatus, layout};
 use dialtone_store::accounts;
 use dialtone_store::events::Outbox;
 use dialtone_store::numbers::owned;
-use dialtone_store::sms::{self as store, Sms, StatusChange};
+use dialtone_store::sms::{self as store, Sms, StateWrite, StatusChange};
 use dialtone_store::{Conn, billing};
 
 use crate::http::error::ApiError;
@@ -33,15 +33,77 @@ const LEASE_MS: i64 = 30_000;
 /// Wait before retrying a submission the carrier refused for now.
 const RETRY_MS: i64 = 10_000;
 
-/// What the status moves of one transaction share: the accounts' billing modes (for the
-/// events' `b_customer_mode`) and the outbox (subscriptions read once per account).
+/// The status moves of one transaction, written together by [`Moves::flush`] (a few
+/// multi-row statements for a batch, instead of two or three statements per move), and the
+/// accounts' billing modes their events show (`b_customer_mode`).
 #[derive(Default)]
 pub(crate) struct Moves {
     modes: HashMap<i64, String>,
+    /// One new state per SMS (an SMS moved twice in the batch has its last one), by id.
+    states: Vec<StateWrite>,
+    index: HashMap<i64, usize>,
     outbox: Outbox,
 }
 
 impl Moves {
+    /// Queues the new state of `moved` and its history line.
+    fn queue_state(&mut self, moved: &Sms, line: String) {
+        let state = StateWrite {
+            id: moved.id,
+            status: moved.status.clone(),
+            status_error: moved.status_error.clone(),
+            next_at: moved.next_at,
+            updated: moved.updated,
+            sent_at: moved.sent_at,
+            delivered_at: moved.delivered_at,
+            history_lines: line,
+        };
+        match self.index.get(&moved.id) {
+            Some(&i) => {
+                let mut lines = std::mem::take(&mut self.states[i].history_lines);
+                lines.push_str(&state.history_lines);
+                self.states[i] = StateWrite {
+                    history_lines: lines,
+                    ..state
+                };
+            }
+            None => {
+                self.index.insert(moved.id, self.states.len());
+                self.states.push(state);
+            }
+        }
+    }
+
+    /// Sets when the worker next acts on an SMS (a lease, a retry, never): in its queued new
+    /// state when it has one (which would otherwise undo this), else at once.
+    fn reschedule(
+        &mut self,
+        c: &mut dyn Conn,
+        sms_id: i64,
+        next_at: Option<Timestamp>,
+    ) -> Result<(), ApiError> {
+        match self.index.get(&sms_id) {
+            Some(&i) => self.states[i].next_at = next_at,
+            None => {
+                c.execute(
+                    "UPDATE sms SET next_at = $1 WHERE id = $2",
+                    dialtone_store::params![next_at, sms_id],
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the queued states and events. Every transaction that applies moves flushes
+    /// them before it commits.
+    pub(crate) fn flush(&mut self, c: &mut dyn Conn) -> Result<(), ApiError> {
+        store::write_states(c, &self.states)?;
+        self.states.clear();
+        self.index.clear();
+        self.outbox.flush(c)?;
+        Ok(())
+    }
+
     fn mode(&mut self, c: &mut dyn Conn, account_id: i64) -> Result<String, ApiError> {
         if let Some(m) = self.modes.get(&account_id) {
             return Ok(m.clone());
@@ -70,7 +132,6 @@ pub(crate) fn apply(
         .carrier
         .next_status(&sms.to, next)
         .map(|(_, after)| now.plus_ms(after));
-    store::set_status(c, sms, next.as_str(), error, following, now)?;
     let mut moved = sms.clone();
     moved.history.push(StatusChange {
         old_status: sms.status.clone(),
@@ -87,13 +148,16 @@ pub(crate) fn apply(
     if next == SmsStatus::Delivered {
         moved.delivered_at = moved.delivered_at.or(Some(now));
     }
+    moves.queue_state(&moved, store::history_line(&sms.status, next.as_str(), now));
     let mode = moves.mode(c, sms.account_id)?;
-    super::emit_event(c, &mut moves.outbox, &moved, &mode, now)?;
+    super::queue_event(&mut moves.outbox, &moved, &mode, now);
     if next == SmsStatus::Delivered
         && let Some(number) = owned::by_e164(c, &sms.to)?
         && let Some(owner_id) = number.account_id
         && let Some(owner) = accounts::by_id(c, owner_id)?
     {
+        // Written first, so the delivery's event comes before the `sms.mo` it causes.
+        moves.flush(c)?;
         super::receive(c, &owner, &sms.from, &sms.to, &sms.body, now, &state.parsed)?;
     }
     Ok(moved)
@@ -177,12 +241,7 @@ fn settle(
                 )?;
             }
         }
-        Err(_) => {
-            c.execute(
-                "UPDATE sms SET next_at = $1 WHERE id = $2",
-                dialtone_store::params![now.plus_ms(RETRY_MS), sms.id],
-            )?;
-        }
+        Err(_) => moves.reschedule(c, sms.id, Some(now.plus_ms(RETRY_MS)))?,
     }
     Ok(())
 }
@@ -213,10 +272,7 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
                         continue;
                     }
                     // Leased while it is submitted outside the transaction.
-                    c.execute(
-                        "UPDATE sms SET next_at = $1 WHERE id = $2",
-                        dialtone_store::params![now.plus_ms(LEASE_MS), sms.id],
-                    )?;
+                    moves.reschedule(c, sms.id, Some(now.plus_ms(LEASE_MS)))?;
                     submit.push((sms, outbound));
                     continue;
                 }
@@ -224,15 +280,11 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
                     Some((next, _)) if current.may_become(next) => {
                         apply(c, &st, &mut moves, &sms, next, "", now)?;
                     }
-                    _ => {
-                        c.execute(
-                            "UPDATE sms SET next_at = NULL WHERE id = $1",
-                            dialtone_store::params![sms.id],
-                        )?;
-                    }
+                    _ => moves.reschedule(c, sms.id, None)?,
                 }
                 moved += 1;
             }
+            moves.flush(c)?;
             Ok::<_, ApiError>((submit, moved))
         })
         .await
@@ -256,6 +308,7 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
             for (sms, outcome) in &outcomes {
                 settle(c, &st, &mut moves, sms, outcome, now)?;
             }
+            moves.flush(c)?;
             Ok::<_, ApiError>(())
         })
         .await
