@@ -1,9 +1,10 @@
 //! The rate table: prices per destination prefix (the longest matching prefix wins).
 //!
-//! Every SMS is priced, so the table is also kept in memory ([`RateCache`]): a lookup reads
-//! the table's version (one single-row read) and prices from memory while the version holds.
+//! Every SMS is priced, so the table is also kept in memory ([`RateCache`]): an SMS is priced
+//! from memory, and the write that stores it checks the table's [`version`] (one single-row
+//! read in its transaction); a version that moved sends the caller back to reload the table.
 //! Imports move the version in the same transaction as the rates, so any node, and a
-//! `dialtone rates import` run beside the server, is seen at the next lookup.
+//! `dialtone rates import` run beside the server, is seen by the next SMS.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -72,51 +73,58 @@ fn upsert(conn: &mut dyn Conn, rate: &Rate) -> Result<(), DbError> {
 const CANDIDATES: usize = 16;
 
 /// The rate table as of one version.
-struct Loaded {
+pub struct RateTable {
     version: i64,
     by_prefix: HashMap<String, Rate>,
 }
 
-impl Loaded {
-    fn longest_match(&self, e164: &str) -> Option<Rate> {
+impl RateTable {
+    /// The version of the table this is (see [`version`]).
+    pub fn version(&self) -> i64 {
+        self.version
+    }
+
+    /// The rate of the longest prefix matching `e164`.
+    pub fn longest_match(&self, e164: &str) -> Option<&Rate> {
         (1..=e164.len().min(CANDIDATES))
             .rev()
             .filter_map(|n| e164.get(..n))
             .find_map(|prefix| self.by_prefix.get(prefix))
-            .cloned()
     }
 }
 
-/// The rate table kept in memory by a node, checked against the database's version at each
-/// lookup (see the module's documentation).
+/// The version of the rate table in the database (moved by every [`import`]).
+pub fn version(conn: &mut dyn Conn) -> Result<i64, DbError> {
+    conn.query_one("SELECT version FROM rates_version", params![])?
+        .int(0)
+}
+
+/// The rate table a node keeps in memory (see the module's documentation).
 #[derive(Default)]
 pub struct RateCache {
-    loaded: RwLock<Option<Arc<Loaded>>>,
+    loaded: RwLock<Option<Arc<RateTable>>>,
 }
 
 impl RateCache {
-    /// The rate of the longest prefix matching `e164`, as the database has it now: from
-    /// memory when the table's version is the one loaded, else after loading it again.
-    pub fn lookup(&self, conn: &mut dyn Conn, e164: &str) -> Result<Option<Rate>, DbError> {
-        let version = conn
-            .query_one("SELECT version FROM rates_version", params![])?
-            .int(0)?;
-        let current = self.loaded.read().ok().and_then(|l| l.clone());
-        if let Some(loaded) = current.filter(|l| l.version == version) {
-            return Ok(loaded.longest_match(e164));
-        }
+    /// The table in memory, if loaded.
+    pub fn get(&self) -> Option<Arc<RateTable>> {
+        self.loaded.read().ok().and_then(|l| l.clone())
+    }
+
+    /// Loads the table as the database has it now, and keeps it.
+    pub fn load(&self, conn: &mut dyn Conn) -> Result<Arc<RateTable>, DbError> {
+        let version = version(conn)?;
         // Read after the version: these rows are at least that version (a newer import
-        // moves the version again, and the next lookup reloads).
+        // moves the version again, and the next check finds it).
         let by_prefix = all(conn)?
             .into_iter()
             .map(|r| (r.prefix.clone(), r))
             .collect();
-        let loaded = Arc::new(Loaded { version, by_prefix });
-        let found = loaded.longest_match(e164);
+        let table = Arc::new(RateTable { version, by_prefix });
         if let Ok(mut slot) = self.loaded.write() {
-            *slot = Some(loaded);
+            *slot = Some(table.clone());
         }
-        Ok(found)
+        Ok(table)
     }
 }
 

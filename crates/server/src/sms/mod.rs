@@ -14,7 +14,7 @@ use dialtone_store::accounts::Account;
 use dialtone_store::events::Outbox;
 use dialtone_store::numbers::owned;
 use dialtone_store::sms::{self as store, NewSms, Sms};
-use dialtone_store::{Conn, billing};
+use dialtone_store::{Conn, billing, rates};
 
 use crate::http::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -64,60 +64,80 @@ pub async fn send(state: &AppState, account: &Account, out: Outgoing) -> ApiResu
         body = body.replace("%STOPNUM%", &state.config.stop_number);
     }
     let text = layout(&body, out.encoding).map_err(|e| text_error(&e))?;
-    let (now, account_id, parent_id) = (state.clock.now(), account.id, account.parent_id);
+    let (account_id, parent_id) = (account.id, account.parent_id);
     let shared_sender = state.config.shared_sender.clone();
     let carrier = state.carrier.network_for(out.to.as_str());
-    // The price is read before the write, off the single writer: a rate is the one in
-    // force when the request came.
-    let (to, rates) = (out.to.clone(), state.rates.clone());
-    let rate = state
-        .store
-        .lookup(move |c| rates.lookup(c, to.as_str()))
-        .await?
-        .ok_or_else(|| ApiError::invalid("to", "no route to this destination"))?;
-    let sms = state
-        .store
-        .write_repeatable(move |c| {
-            let from =
-                resolve_sender(c, account_id, parent_id, &out.from, &out.to, &shared_sender)?;
-            let parts = text.parts.len() as i64;
-            let price = rate
-                .sms_price
-                .checked_mul(parts)
-                .ok_or_else(|| ApiError::internal("price overflow"))?;
-            let new = NewSms {
-                account_id,
-                direction: Direction::Outbound.as_str(),
-                from,
-                to: out.to.as_str().to_owned(),
-                body: body.clone(),
-                encoding: text.encoding.as_str(),
-                parts,
-                traffic_type: Some(out.traffic_type.as_str()),
-                status: SmsStatus::Created.as_str(),
-                user_data: out.user_data.clone(),
-                flash: out.flash,
-                webhook_url: out.webhook_url.clone(),
-                billing_debit: price,
-                carrier: carrier.clone(),
-                next_at: Some(now),
-                delivered_at: None,
-            };
-            let sms = store::insert(c, &new, now)?;
-            if price > Money::ZERO
-                && let billing::Spend::Insufficient { balance } =
-                    billing::debit(c, account_id, price, "sms", sms.sid.as_str(), now)?
-            {
-                return Err(ApiError::forbidden(
-                    "insufficient_credit",
-                    format!("this SMS costs {price} cents; the credit is {balance} cents"),
-                ));
+    // Priced from the rate table in memory; the write checks that the table is still the
+    // database's, else the table is loaded again and the write made again (an import
+    // between the two), so the price is the one in force when the SMS is stored.
+    let mut table = state.rates.get();
+    for _ in 0..3 {
+        let rates = match table.take() {
+            Some(t) => t,
+            None => {
+                let cache = state.rates.clone();
+                state.store.lookup(move |c| cache.load(c)).await?
             }
-            Ok(sms)
-        })
-        .await?;
-    state.sms_wake.notify_one();
-    Ok(sms)
+        };
+        let rate = rates
+            .longest_match(out.to.as_str())
+            .cloned()
+            .ok_or_else(|| ApiError::invalid("to", "no route to this destination"))?;
+        let (out, body, text) = (out.clone(), body.clone(), text.clone());
+        let (shared_sender, carrier) = (shared_sender.clone(), carrier.clone());
+        let now = state.clock.now();
+        let stored = state
+            .store
+            .write_repeatable(move |c| {
+                if rates::version(c)? != rates.version() {
+                    return Ok(None);
+                }
+                let from =
+                    resolve_sender(c, account_id, parent_id, &out.from, &out.to, &shared_sender)?;
+                let parts = text.parts.len() as i64;
+                let price = rate
+                    .sms_price
+                    .checked_mul(parts)
+                    .ok_or_else(|| ApiError::internal("price overflow"))?;
+                let new = NewSms {
+                    account_id,
+                    direction: Direction::Outbound.as_str(),
+                    from,
+                    to: out.to.as_str().to_owned(),
+                    body: body.clone(),
+                    encoding: text.encoding.as_str(),
+                    parts,
+                    traffic_type: Some(out.traffic_type.as_str()),
+                    status: SmsStatus::Created.as_str(),
+                    user_data: out.user_data.clone(),
+                    flash: out.flash,
+                    webhook_url: out.webhook_url.clone(),
+                    billing_debit: price,
+                    carrier: carrier.clone(),
+                    next_at: Some(now),
+                    delivered_at: None,
+                };
+                let sms = store::insert(c, &new, now)?;
+                if price > Money::ZERO
+                    && let billing::Spend::Insufficient { balance } =
+                        billing::debit(c, account_id, price, "sms", sms.sid.as_str(), now)?
+                {
+                    return Err(ApiError::forbidden(
+                        "insufficient_credit",
+                        format!("this SMS costs {price} cents; the credit is {balance} cents"),
+                    ));
+                }
+                Ok(Some(sms))
+            })
+            .await?;
+        if let Some(sms) = stored {
+            state.sms_wake.notify_one();
+            return Ok(sms);
+        }
+    }
+    Err(ApiError::internal(
+        "the rate table kept changing while the SMS was priced",
+    ))
 }
 
 fn resolve_sender(
