@@ -165,10 +165,10 @@ impl Outbox {
             }
         }
         for e in &queued {
-            let key = (e.account_id, e.event_type);
-            if !self.hooks.contains_key(&key) {
-                let hooks = subscriptions(conn, e.account_id, e.event_type)?;
-                self.hooks.insert(key, hooks);
+            if let std::collections::hash_map::Entry::Vacant(slot) =
+                self.hooks.entry((e.account_id, e.event_type))
+            {
+                slot.insert(subscriptions(conn, e.account_id, e.event_type)?);
             }
         }
         // (account, event, webhook, endpoint, created) of every delivery to make.
