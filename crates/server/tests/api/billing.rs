@@ -11,6 +11,7 @@ use crate::sms::send_sms;
 
 both_backends!(
     destinations_and_rates,
+    an_import_on_another_node_prices_the_next_sms,
     top_ups_emit_billing_credit,
     thresholds_warn_once_suspend_and_reactivate,
     the_ledger_holds_under_two_thousand_racing_sends,
@@ -85,6 +86,28 @@ async fn destinations_and_rates(app: TestApp) {
     let rpc = crate::jsonrpc::rpc(&app, &acct, "billing.get_prepaid_credit", json!([])).await;
     assert_eq!(rpc["result"]["currency"], "EUR");
     assert_eq!(rpc["result"]["amount"], credit(&app, &acct).await.as_str());
+}
+
+/// Every node keeps the rates in memory: an import through one node prices the next SMS
+/// another node takes, although that one had the table loaded before the import.
+async fn an_import_on_another_node_prices_the_next_sms(app: TestApp) {
+    let acct = app.account().await;
+    let (status, sms) = send_sms(&app, &acct, "to=%2B33612345678", json!({"body": "x"})).await;
+    assert_eq!(status, 202, "{sms}");
+    assert_eq!(sms["billingDebit"], "5.50", "the default FR-MOBILE rate");
+    let (other, _node) = app.second_node().await;
+    let (status, r) = send(
+        reqwest::Client::new()
+            .post(format!("{other}/admin/rates"))
+            .bearer_auth(crate::helpers::ADMIN_TOKEN)
+            .body("FR-MOBILE,FR,mobile,+336,8.25,12.00,150.00\n"),
+    )
+    .await;
+    assert_eq!(status, 200, "{r}");
+    let (status, sms) = send_sms(&app, &acct, "to=%2B33612345678", json!({"body": "x"})).await;
+    assert_eq!(status, 202, "{sms}");
+    assert_eq!(sms["billingDebit"], "8.25", "priced at the imported rate");
+    assert_eq!(credit(&app, &acct).await, "99986.25");
 }
 
 async fn top_ups_emit_billing_credit(app: TestApp) {
