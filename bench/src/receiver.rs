@@ -126,20 +126,18 @@ impl Receiver {
         self.counts.bad.load(Ordering::Relaxed)
     }
 
-    /// p50 and p99 of the delay from event to arrival, in ms.
-    pub fn delays(&self) -> (f64, f64) {
-        let mut d = self
-            .counts
+    /// Deliveries received so far.
+    pub fn received(&self) -> u64 {
+        self.counts.got.load(Ordering::Relaxed)
+    }
+
+    /// The delay from event to arrival of the last delivery received, in ms.
+    pub fn last_delay(&self) -> f64 {
+        self.counts
             .delays_ms
             .lock()
-            .map(|d| d.clone())
-            .unwrap_or_default();
-        d.sort_by(f64::total_cmp);
-        let p = |q: f64| {
-            d.get(((d.len().max(1) - 1) as f64 * q) as usize)
-                .copied()
-                .unwrap_or(0.0)
-        };
-        (p(0.5), p(0.99))
+            .ok()
+            .and_then(|d| d.last().copied())
+            .unwrap_or(0.0)
     }
 }

@@ -208,6 +208,23 @@ impl Server {
         Ok(v["apiKey"].as_str().unwrap_or_default().to_owned())
     }
 
+    /// Adds `amount` to the credit of the account [`Server::account`] made, through the
+    /// operator API (a `billing.credit` event).
+    pub async fn top_up(&self, amount: &str) -> anyhow::Result<()> {
+        let body = serde_json::json!({ "amount": amount }).to_string();
+        let path = format!("/admin/accounts/{}/credit", self.account_sid()?);
+        let (status, v) = load::once(
+            &self.base,
+            "POST",
+            &path,
+            Some(&format!("Bearer {ADMIN}")),
+            Some(&body),
+        )
+        .await?;
+        anyhow::ensure!(status == 200, "top-up failed: {v}");
+        Ok(())
+    }
+
     /// The sid of the account [`Server::account`] made.
     pub fn account_sid(&self) -> anyhow::Result<String> {
         self.account_sid
