@@ -166,7 +166,9 @@ async fn main() -> anyhow::Result<()> {
         }
         // The worker must keep up: every accepted SMS goes through its four status moves
         // (each with its history row and event) to `delivered`.
-        let done = srv.wait_sms_final(Duration::from_secs(300)).await?;
+        let done = srv
+            .wait_finished(&seed::SMS_SETTLED, Duration::from_secs(300))
+            .await?;
         let took = t0.elapsed().as_secs_f64();
         println!(
             "  SMS delivered (4 status moves each): {done} in {took:.2} s = {:.0} SMS/s end to end, \
@@ -200,7 +202,9 @@ async fn main() -> anyhow::Result<()> {
         .await?;
         println!("POST /v2.0/actions/{{sid}}/runs accepted: {}", r.summary());
         // Every accepted run must finish: count them done, from the first request.
-        let done = srv.wait_runs_done(Duration::from_secs(120)).await?;
+        let done = srv
+            .wait_finished(&seed::RUNS_ENDED, Duration::from_secs(120))
+            .await?;
         let took = t0.elapsed().as_secs_f64();
         println!(
             "  10-step runs completed: {done} in {took:.2} s = {:.0} runs/s end to end",

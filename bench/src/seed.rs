@@ -119,33 +119,40 @@ pub async fn events(url: &str, account_sid: &str, n: u64) -> anyhow::Result<()> 
     Ok(())
 }
 
-/// Runs in the database: (finished, still running).
-pub async fn runs(url: &str) -> anyhow::Result<(i64, i64)> {
-    let store = open(url).await?;
-    let row = store
-        .read(|c| {
-            c.query_one(
-                "SELECT COALESCE(SUM(CASE WHEN status = 'running' THEN 0 ELSE 1 END), 0), \
-                 COALESCE(SUM(CASE WHEN status = 'running' THEN 1 ELSE 0 END), 0) FROM runs",
-                params![],
-            )
-        })
-        .await?;
-    Ok((row.int(0)?, row.int(1)?))
+/// Work whose end a benchmark waits for: a condition a row meets once its work is done,
+/// counted in a table.
+pub struct Finish {
+    /// What is counted, for messages.
+    pub what: &'static str,
+    /// The table (with its filter).
+    pub from: &'static str,
+    /// True of a row whose work is done.
+    pub done: &'static str,
 }
 
-/// Outbound SMS in the database: (in a final status, not yet final).
-pub async fn sms_progress(url: &str) -> anyhow::Result<(i64, i64)> {
+/// Every run has ended.
+pub const RUNS_ENDED: Finish = Finish {
+    what: "runs",
+    from: "runs",
+    done: "status <> 'running'",
+};
+
+/// Every outbound SMS went through its timetable (nothing left due).
+pub const SMS_SETTLED: Finish = Finish {
+    what: "SMS",
+    from: "sms WHERE direction = 'outbound'",
+    done: "next_at IS NULL",
+};
+
+/// The rows of `finish` in the database: (done, not yet).
+pub async fn progress(url: &str, finish: &Finish) -> anyhow::Result<(i64, i64)> {
     let store = open(url).await?;
-    let row = store
-        .read(|c| {
-            c.query_one(
-                "SELECT COALESCE(SUM(CASE WHEN next_at IS NULL THEN 1 ELSE 0 END), 0), \
-                 COALESCE(SUM(CASE WHEN next_at IS NULL THEN 0 ELSE 1 END), 0) \
-                 FROM sms WHERE direction = 'outbound'",
-                params![],
-            )
-        })
-        .await?;
+    let sql = format!(
+        "SELECT COALESCE(SUM(CASE WHEN {done} THEN 1 ELSE 0 END), 0), \
+         COALESCE(SUM(CASE WHEN {done} THEN 0 ELSE 1 END), 0) FROM {from}",
+        done = finish.done,
+        from = finish.from
+    );
+    let row = store.read(move |c| c.query_one(&sql, params![])).await?;
     Ok((row.int(0)?, row.int(1)?))
 }

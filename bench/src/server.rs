@@ -240,29 +240,23 @@ impl Server {
         Ok(v)
     }
 
-    /// Waits until no run is still running; returns how many finished.
-    pub async fn wait_runs_done(&self, limit: Duration) -> anyhow::Result<i64> {
+    /// Waits until every row of `finish` is done; returns how many there are.
+    pub async fn wait_finished(
+        &self,
+        finish: &crate::seed::Finish,
+        limit: Duration,
+    ) -> anyhow::Result<i64> {
         let t0 = std::time::Instant::now();
         loop {
-            let (done, running) = crate::seed::runs(&self.database_url).await?;
-            if running == 0 {
+            let (done, pending) = crate::seed::progress(&self.database_url, finish).await?;
+            if pending == 0 {
                 return Ok(done);
             }
-            anyhow::ensure!(t0.elapsed() < limit, "{running} runs still running");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    /// Waits until every outbound SMS reached a final status (the simulated network's
-    /// timetable done); returns how many there are.
-    pub async fn wait_sms_final(&self, limit: Duration) -> anyhow::Result<i64> {
-        let t0 = std::time::Instant::now();
-        loop {
-            let (done, moving) = crate::seed::sms_progress(&self.database_url).await?;
-            if moving == 0 {
-                return Ok(done);
-            }
-            anyhow::ensure!(t0.elapsed() < limit, "{moving} SMS still moving");
+            anyhow::ensure!(
+                t0.elapsed() < limit,
+                "{pending} {} still unfinished",
+                finish.what
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }

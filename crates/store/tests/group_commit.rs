@@ -6,7 +6,9 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use dialtone_store::{Conn, DatabaseUrl, DbError, Store, StoreOptions, params};
+mod common;
+
+use dialtone_store::{Conn, DbError, Store, StoreOptions, params};
 
 #[derive(Debug)]
 enum Failure {
@@ -110,44 +112,22 @@ async fn prepare(store: &Store) {
 
 #[tokio::test]
 async fn failed_writes_leave_nothing_and_spare_their_batch_sqlite() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let url = DatabaseUrl::Sqlite(dir.path().join("t.db"));
-    let store = Store::open(&url, &StoreOptions::default())
-        .await
-        .expect("open SQLite");
+    let (store, _dir) = common::sqlite().await;
     prepare(&store).await;
     one_batch(&store).await;
 }
 
 #[tokio::test]
 async fn failed_writes_leave_nothing_and_spare_their_batch_postgres() {
-    let Ok(admin) = std::env::var("DIALTONE_TEST_DATABASE_URL") else {
-        eprintln!("SKIPPED: set DIALTONE_TEST_DATABASE_URL to run this test on PostgreSQL");
-        return;
-    };
-    let schema = format!("gc_{}", std::process::id());
-    let setup = |sql: String| {
-        let admin = admin.clone();
-        std::thread::spawn(move || {
-            let mut c = postgres::Client::connect(&admin, postgres::NoTls).expect("connect");
-            c.batch_execute(&sql).expect("schema");
-        })
-        .join()
-        .expect("join");
-    };
-    setup(format!(
-        "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
-    ));
-    let sep = if admin.contains('?') { '&' } else { '?' };
-    let url = DatabaseUrl::Postgres(format!("{admin}{sep}options=-csearch_path%3D{schema}"));
     // One connection: every write goes through the same queue and batches.
     let options = StoreOptions {
         connections: 1,
         ..StoreOptions::default()
     };
-    let store = Store::open(&url, &options).await.expect("open PostgreSQL");
+    let Some((store, _schema)) = common::postgres("gc", &options).await else {
+        return;
+    };
     prepare(&store).await;
     one_batch(&store).await;
     drop(store);
-    setup(format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
 }

@@ -3,7 +3,9 @@
 //! with DIALTONE_TEST_DATABASE_URL, on PostgreSQL (in a schema of its own).
 
 use dialtone_domain::{Sid, Timestamp};
-use dialtone_store::{DatabaseUrl, DbError, Store, StoreOptions, migrate, params, sms};
+mod common;
+
+use dialtone_store::{DbError, Store, StoreOptions, migrate, params, sms};
 
 /// The SMS history moved into the SMS row (migration 15): each SMS keeps its moves, in
 /// order, and an SMS without moves has none.
@@ -94,39 +96,15 @@ async fn sms_history_moves_into_the_sms(store: &Store) {
 
 #[tokio::test]
 async fn sms_history_moves_into_the_sms_sqlite() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let url = DatabaseUrl::Sqlite(dir.path().join("t.db"));
-    let store = Store::open(&url, &StoreOptions::default())
-        .await
-        .expect("open SQLite");
+    let (store, _dir) = common::sqlite().await;
     sms_history_moves_into_the_sms(&store).await;
 }
 
 #[tokio::test]
 async fn sms_history_moves_into_the_sms_postgres() {
-    let Ok(admin) = std::env::var("DIALTONE_TEST_DATABASE_URL") else {
-        eprintln!("SKIPPED: set DIALTONE_TEST_DATABASE_URL to run this test on PostgreSQL");
+    let Some((store, _schema)) = common::postgres("mig", &StoreOptions::default()).await else {
         return;
     };
-    let schema = format!("mig_{}", std::process::id());
-    let setup = |sql: String| {
-        let admin = admin.clone();
-        std::thread::spawn(move || {
-            let mut c = postgres::Client::connect(&admin, postgres::NoTls).expect("connect");
-            c.batch_execute(&sql).expect("schema");
-        })
-        .join()
-        .expect("join");
-    };
-    setup(format!(
-        "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
-    ));
-    let sep = if admin.contains('?') { '&' } else { '?' };
-    let url = DatabaseUrl::Postgres(format!("{admin}{sep}options=-csearch_path%3D{schema}"));
-    let store = Store::open(&url, &StoreOptions::default())
-        .await
-        .expect("open PostgreSQL");
     sms_history_moves_into_the_sms(&store).await;
     drop(store);
-    setup(format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
 }

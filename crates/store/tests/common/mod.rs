@@ -1,0 +1,58 @@
+//! Stores for the tests of this crate: a SQLite file, and a PostgreSQL schema of its own
+//! when `DIALTONE_TEST_DATABASE_URL` is set.
+
+use dialtone_store::{DatabaseUrl, Store, StoreOptions};
+
+/// A store on a fresh SQLite file; the directory lives as long as the guard.
+pub async fn sqlite() -> (Store, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = DatabaseUrl::Sqlite(dir.path().join("t.db"));
+    let store = Store::open(&url, &StoreOptions::default())
+        .await
+        .expect("open SQLite");
+    (store, dir)
+}
+
+/// A PostgreSQL schema made for one test, dropped with it.
+pub struct Schema {
+    admin: String,
+    name: String,
+}
+
+impl Drop for Schema {
+    fn drop(&mut self) {
+        run(
+            &self.admin,
+            format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name),
+        );
+    }
+}
+
+fn run(admin: &str, sql: String) {
+    let admin = admin.to_owned();
+    std::thread::spawn(move || {
+        let mut c = postgres::Client::connect(&admin, postgres::NoTls).expect("connect");
+        c.batch_execute(&sql).expect("schema");
+    })
+    .join()
+    .expect("join");
+}
+
+/// A store on PostgreSQL in a fresh schema named `prefix` and the process id, or None (the
+/// test says it was skipped) without `DIALTONE_TEST_DATABASE_URL`. Drop the store before
+/// the schema.
+pub async fn postgres(prefix: &str, options: &StoreOptions) -> Option<(Store, Schema)> {
+    let Ok(admin) = std::env::var("DIALTONE_TEST_DATABASE_URL") else {
+        eprintln!("SKIPPED: set DIALTONE_TEST_DATABASE_URL to run this test on PostgreSQL");
+        return None;
+    };
+    let name = format!("{prefix}_{}", std::process::id());
+    run(
+        &admin,
+        format!("DROP SCHEMA IF EXISTS {name} CASCADE; CREATE SCHEMA {name}"),
+    );
+    let sep = if admin.contains('?') { '&' } else { '?' };
+    let url = DatabaseUrl::Postgres(format!("{admin}{sep}options=-csearch_path%3D{name}"));
+    let store = Store::open(&url, options).await.expect("open PostgreSQL");
+    Some((store, Schema { admin, name }))
+}
