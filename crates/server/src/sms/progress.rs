@@ -1,10 +1,13 @@
 //! The SMS worker: hands `created` SMS to the carrier and applies the status moves that are
-//! due, each with its history row and its event, in batches.
+//! due, each with its history line and its event, a batch to a transaction and its writes
+//! together ([`Moves`]).
 //!
-//! A `created` SMS is leased before it is submitted (its `next_at` moves 30 s ahead), so a
-//! second node skips it, and a node that dies mid-submission loses nothing: the lease ends
-//! and another node submits it (delivery to the carrier is at least once). A network that
-//! refuses for now (an SMPP bind down, throttling) leaves the SMS as it is, due again later.
+//! A network that answers without I/O (the simulator) is answered inside the transaction
+//! that takes the SMS. For any other, a `created` SMS is leased before it is submitted (its
+//! `next_at` moves 30 s ahead), so a second node skips it, and a node that dies
+//! mid-submission loses nothing: the lease ends and another node submits it (delivery to the
+//! carrier is at least once). A network that refuses for now (an SMPP bind down,
+//! throttling) leaves the SMS as it is, due again later.
 //!
 //! The simulated network's statuses follow a known timetable, applied here when due. A real
 //! network's (SMPP) SMS becomes `pending` when first handed to it, `sent` when the SMSC took
