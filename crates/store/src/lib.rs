@@ -33,6 +33,7 @@ pub mod webhooks;
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crossbeam_channel::Sender;
 
@@ -101,6 +102,24 @@ pub struct Store {
     /// SQLite only: connections for [`Store::lookup`] on the caller's thread.
     inline: Option<Arc<sqlite::InlineReaders>>,
     dialect: Dialect,
+    /// See [`Store::writes_in_flight`].
+    in_flight: Arc<AtomicUsize>,
+}
+
+/// Counts a write from its submission until its caller has the answer (or gave up waiting).
+struct InFlight<'a>(&'a AtomicUsize);
+
+impl<'a> InFlight<'a> {
+    fn enter(count: &'a AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Self(count)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl std::fmt::Debug for Store {
@@ -138,6 +157,7 @@ impl Store {
             reads,
             inline,
             dialect,
+            in_flight: Arc::default(),
         })
     }
 
@@ -186,10 +206,18 @@ impl Store {
         E: From<DbError>,
     {
         let (tx, rx) = tokio::sync::oneshot::channel::<Result<T, E>>();
+        let _counted = InFlight::enter(&self.in_flight);
         self.writes
             .send(make(tx))
             .map_err(|_| E::from(DbError::Closed))?;
         rx.await.map_err(|_| E::from(DbError::Closed))?
+    }
+
+    /// Writes submitted and not yet answered: queued, in the transaction being run, or
+    /// waiting for its commit. A background worker sizes its batches by it, since a large
+    /// batch while requests wait holds them behind it (SQLite has a single writer).
+    pub fn writes_in_flight(&self) -> usize {
+        self.in_flight.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Runs `f` on a reader connection (no explicit transaction).

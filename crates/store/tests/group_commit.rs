@@ -131,3 +131,63 @@ async fn failed_writes_leave_nothing_and_spare_their_batch_postgres() {
     one_batch(&store).await;
     drop(store);
 }
+
+/// A write counts as in flight from its submission until its caller has the answer or stops
+/// waiting for it (the SMS worker sizes its batches by this count).
+async fn in_flight_count(store: &Store) {
+    assert_eq!(store.writes_in_flight(), 0);
+    let (release, wait) = mpsc::channel::<()>();
+    let blocker = store.write(move |_c| {
+        let _ = wait.recv_timeout(Duration::from_secs(10));
+        Ok::<_, DbError>(())
+    });
+    let mut abandoned = Box::pin(store.write(|c| insert(c, "abandoned", "abandoned")));
+    let (blocked, first, second, seen) = tokio::join!(
+        blocker,
+        store.write(|c| insert(c, "b", "first")),
+        store.write(|c| insert(c, "c", "second")),
+        async {
+            // Submitted, then given up while it waits behind the blocker.
+            tokio::select! {
+                biased;
+                _ = &mut abandoned => panic!("answered while the writer is held"),
+                () = std::future::ready(()) => {}
+            }
+            let with_abandoned = store.writes_in_flight();
+            drop(abandoned);
+            let seen = (with_abandoned, store.writes_in_flight());
+            let _ = release.send(());
+            seen
+        },
+    );
+    blocked.expect("the blocking write");
+    first.expect("first");
+    second.expect("second");
+    assert_eq!(
+        seen,
+        (4, 3),
+        "blocker, two queued and the abandoned one, then without it"
+    );
+    assert_eq!(store.writes_in_flight(), 0, "every answer taken");
+}
+
+#[tokio::test]
+async fn writes_in_flight_counts_until_the_answer_sqlite() {
+    let (store, _dir) = common::sqlite().await;
+    prepare(&store).await;
+    in_flight_count(&store).await;
+}
+
+#[tokio::test]
+async fn writes_in_flight_counts_until_the_answer_postgres() {
+    let options = StoreOptions {
+        connections: 1,
+        ..StoreOptions::default()
+    };
+    let Some((store, _schema)) = common::postgres("inflight", &options).await else {
+        return;
+    };
+    prepare(&store).await;
+    in_flight_count(&store).await;
+    drop(store);
+}
