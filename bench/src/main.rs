@@ -156,7 +156,7 @@ async fn main() -> anyhow::Result<()> {
         );
         if let Some(p) = &ping {
             println!(
-                "  = {:.0}% of the ping rate in the same run",
+                "  = {:.1}% of the ping rate in the same run",
                 100.0 * r.rate() / p.rate()
             );
         }
@@ -212,7 +212,7 @@ async fn main() -> anyhow::Result<()> {
         );
         if let Some(p) = &ping {
             println!(
-                "  = {:.0}% of the ping rate in the same run",
+                "  = {:.1}% of the ping rate in the same run",
                 100.0 * r.rate() / p.rate()
             );
         }

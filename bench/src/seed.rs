@@ -145,8 +145,7 @@ pub const SMS_SETTLED: Finish = Finish {
 };
 
 /// The rows of `finish` in the database: (done, not yet).
-pub async fn progress(url: &str, finish: &Finish) -> anyhow::Result<(i64, i64)> {
-    let store = open(url).await?;
+pub async fn progress(store: &Store, finish: &Finish) -> anyhow::Result<(i64, i64)> {
     let sql = format!(
         "SELECT COALESCE(SUM(CASE WHEN {done} THEN 1 ELSE 0 END), 0), \
          COALESCE(SUM(CASE WHEN {done} THEN 0 ELSE 1 END), 0) FROM {from}",

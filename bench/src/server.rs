@@ -247,8 +247,10 @@ impl Server {
         limit: Duration,
     ) -> anyhow::Result<i64> {
         let t0 = std::time::Instant::now();
+        // One connection set for the whole wait: polls must not open the database again.
+        let store = crate::seed::open(&self.database_url).await?;
         loop {
-            let (done, pending) = crate::seed::progress(&self.database_url, finish).await?;
+            let (done, pending) = crate::seed::progress(&store, finish).await?;
             if pending == 0 {
                 return Ok(done);
             }

@@ -217,7 +217,7 @@ impl Store {
     /// waiting for its commit. A background worker sizes its batches by it, since a large
     /// batch while requests wait holds them behind it (SQLite has a single writer).
     pub fn writes_in_flight(&self) -> usize {
-        self.in_flight.load(std::sync::atomic::Ordering::Relaxed)
+        self.in_flight.load(Ordering::Relaxed)
     }
 
     /// Runs `f` on a reader connection (no explicit transaction).

@@ -75,8 +75,9 @@ pub async fn send(state: &AppState, account: &Account, out: Outgoing) -> ApiResu
         let rates = match table.take() {
             Some(t) => t,
             None => {
+                // The whole table: a scan, so on a reader, off the async workers.
                 let cache = state.rates.clone();
-                state.store.lookup(move |c| cache.load(c)).await?
+                state.store.read(move |c| cache.load(c)).await?
             }
         };
         let rate = rates
