@@ -63,6 +63,7 @@ impl Application {
             simulated: Some(simulated),
             wake: Arc::new(tokio::sync::Notify::new()),
             sms_wake: Arc::new(tokio::sync::Notify::new()),
+            sms_pacing: Default::default(),
             http,
             fetch_http: scenarios::fetch::client()?,
             engine: scenarios::Engine::start(config_threads())?,

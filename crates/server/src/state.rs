@@ -50,6 +50,8 @@ pub struct Shared {
     pub wake: Arc<Notify>,
     /// Wakes the SMS worker when an SMS to send is committed.
     pub sms_wake: Arc<Notify>,
+    /// Sizes the SMS worker's transactions by the load on the writer.
+    pub sms_pacing: crate::sms::progress::Pacing,
     /// HTTP client of webhook deliveries.
     pub http: reqwest::Client,
     /// HTTP client of scenario fetches (no redirects).

@@ -29,6 +29,7 @@ pub mod sms_parts;
 pub mod sql;
 mod sqlite;
 pub mod tasks;
+mod wal_checkpoints;
 pub mod webhooks;
 
 use std::path::PathBuf;
@@ -104,6 +105,18 @@ pub struct Store {
     dialect: Dialect,
     /// See [`Store::writes_in_flight`].
     in_flight: Arc<AtomicUsize>,
+    /// SQLite only: see [`Store::checkpoints`].
+    checkpoints: Option<Arc<wal_checkpoints::CheckpointCounts>>,
+}
+
+/// Checkpoints run on a SQLite database since it was opened (see the `wal_checkpoints`
+/// module): most by the checkpointer thread, a few by the writer to start the WAL over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckpointStats {
+    /// Run by the checkpointer thread, beside the writer.
+    pub background: u64,
+    /// Run by the writer thread.
+    pub writer: u64,
 }
 
 /// Counts a write from its submission until its caller has the answer (or gave up waiting).
@@ -141,15 +154,21 @@ impl Store {
     }
 
     fn open_blocking(url: &DatabaseUrl, options: &StoreOptions) -> Result<Self, DbError> {
-        let (writes, reads, inline, dialect) = match url {
+        let (writes, reads, inline, checkpoints, dialect) = match url {
             DatabaseUrl::Sqlite(path) => {
-                let (w, r) = sqlite::start(path, options.connections, options.synchronous)?;
+                let counts = Arc::new(wal_checkpoints::CheckpointCounts::default());
+                let (w, r) = sqlite::start(
+                    path,
+                    options.connections,
+                    options.synchronous,
+                    counts.clone(),
+                )?;
                 let inline = sqlite::InlineReaders::new(path, options.synchronous);
-                (w, r, Some(Arc::new(inline)), Dialect::Sqlite)
+                (w, r, Some(Arc::new(inline)), Some(counts), Dialect::Sqlite)
             }
             DatabaseUrl::Postgres(url) => {
                 let (w, r) = postgres::start(url, options.connections)?;
-                (w, r, None, Dialect::Postgres)
+                (w, r, None, None, Dialect::Postgres)
             }
         };
         Ok(Self {
@@ -158,12 +177,21 @@ impl Store {
             inline,
             dialect,
             in_flight: Arc::default(),
+            checkpoints,
         })
     }
 
     /// Which backend this is.
     pub fn dialect(&self) -> Dialect {
         self.dialect
+    }
+
+    /// The checkpoints run so far (SQLite; `None` on PostgreSQL, which has its own).
+    pub fn checkpoints(&self) -> Option<CheckpointStats> {
+        self.checkpoints.as_ref().map(|c| CheckpointStats {
+            background: c.background.load(Ordering::Relaxed),
+            writer: c.writer.load(Ordering::Relaxed),
+        })
     }
 
     /// Runs `f` in a transaction. The answer comes after the commit that holds the change,

@@ -260,6 +260,8 @@ pub struct StateWrite {
     pub delivered_at: Option<Timestamp>,
     /// The moves' lines ([`history_line`]), appended to the stored history.
     pub history_lines: String,
+    /// The network's ids of its parts, when it just took the SMS (kept when `None`).
+    pub message_ids: Option<String>,
 }
 
 /// The stored form of one move (see [`parse_history`]).
@@ -277,13 +279,14 @@ pub fn write_states(conn: &mut dyn Conn, states: &[StateWrite]) -> Result<(), Db
     } else {
         (Item::Param, Item::Param)
     };
-    let items = [int, text, text, int, int, int, int, text];
+    let items = [int, text, text, int, int, int, int, text, text];
     for chunk in row_chunks(states) {
         let sql = format!(
-            "WITH v(id, status, status_error, next_at, updated, sent_at, delivered_at, lines) AS (VALUES {}) \
+            "WITH v(id, status, status_error, next_at, updated, sent_at, delivered_at, lines, message_ids) AS (VALUES {}) \
              UPDATE sms SET status = v.status, status_error = v.status_error, next_at = v.next_at, \
              updated = v.updated, sent_at = COALESCE(sms.sent_at, v.sent_at), \
-             delivered_at = COALESCE(sms.delivered_at, v.delivered_at), history = sms.history || v.lines \
+             delivered_at = COALESCE(sms.delivered_at, v.delivered_at), history = sms.history || v.lines, \
+             message_ids = COALESCE(v.message_ids, sms.message_ids) \
              FROM v WHERE sms.id = v.id",
             values_list(chunk.len(), &items)
         );
@@ -298,6 +301,7 @@ pub fn write_states(conn: &mut dyn Conn, states: &[StateWrite]) -> Result<(), Db
                 w.sent_at.into(),
                 w.delivered_at.into(),
                 w.history_lines.as_str().into(),
+                w.message_ids.as_deref().into(),
             ]);
         }
         conn.execute(&sql, &params)?;

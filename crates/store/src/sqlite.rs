@@ -1,7 +1,8 @@
-//! SQLite backend: one writer thread doing group commit, a few reader threads, WAL mode.
+//! SQLite backend: one writer thread doing group commit, a checkpointer thread, a few reader
+//! threads, WAL mode.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::thread;
 
 use crossbeam_channel::{Receiver, Sender};
@@ -10,6 +11,7 @@ use rusqlite::{Connection, OpenFlags, ToSql};
 
 use crate::pool::{MAX_BATCH, ReadJob, WriteJob, run_write_batch};
 use crate::sql::{Conn, DbError, Dialect, Row, Value};
+use crate::wal_checkpoints::{CheckpointCounts, Checkpoints};
 
 /// How much SQLite waits for the disk at each commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -209,11 +211,13 @@ impl InlineReaders {
     }
 }
 
-/// Opens the database file, then starts the writer and `readers` reader threads.
+/// Opens the database file, then starts the writer, its checkpointer (counting its
+/// checkpoints in `counts`) and `readers` reader threads.
 pub(crate) fn start(
     path: &Path,
     readers: usize,
     sync: Synchronous,
+    counts: Arc<CheckpointCounts>,
 ) -> Result<(Sender<WriteJob>, Sender<ReadJob>), DbError> {
     if let Some(dir) = path.parent()
         && !dir.as_os_str().is_empty()
@@ -222,10 +226,13 @@ pub(crate) fn start(
             .map_err(|e| DbError::Other(format!("{}: {e}", dir.display())))?;
     }
     let writer = open(path, false, sync)?;
+    let checkpointer = open(path, false, sync)?;
+    let checkpoints = Checkpoints::start(&writer, checkpointer, counts)
+        .map_err(|e| DbError::Other(e.to_string()))?;
     let (write_tx, write_rx) = crossbeam_channel::unbounded::<WriteJob>();
     thread::Builder::new()
         .name("sqlite-writer".into())
-        .spawn(move || writer_loop(writer, write_rx))
+        .spawn(move || writer_loop(writer, checkpoints, write_rx))
         .map_err(|e| DbError::Other(e.to_string()))?;
 
     let (read_tx, read_rx) = crossbeam_channel::unbounded::<ReadJob>();
@@ -240,7 +247,7 @@ pub(crate) fn start(
     Ok((write_tx, read_tx))
 }
 
-fn writer_loop(conn: Connection, rx: Receiver<WriteJob>) {
+fn writer_loop(conn: Connection, mut checkpoints: Checkpoints, rx: Receiver<WriteJob>) {
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -250,6 +257,7 @@ fn writer_loop(conn: Connection, rx: Receiver<WriteJob>) {
             }
         }
         run_write_batch(&mut SqliteConn(&conn), "BEGIN IMMEDIATE", batch);
+        checkpoints.after_commit(&conn);
     }
 }
 

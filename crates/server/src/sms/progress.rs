@@ -14,6 +14,7 @@
 //! every part; its receipts move it on (`carrier_events`).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use dialtone_carrier::{Accepted, OutboundSms, Rejected};
 use dialtone_domain::Timestamp;
@@ -27,7 +28,8 @@ use dialtone_store::{Conn, billing};
 use crate::http::error::ApiError;
 use crate::state::AppState;
 
-/// Most SMS handled per transaction while other writes are in flight (requests, as a rule).
+/// Most SMS handled per transaction while other writes are in flight (requests, as a rule;
+/// see [`Pacing`]).
 /// The worker's transaction holds the single SQLite writer and every request queued behind
 /// it waits; the worker loops at once while work is due, so its batch sets its share of the
 /// writer. With 100 moves a tick it took half the writer's time under an SMS load and the
@@ -40,10 +42,41 @@ const BATCH_ALONE: i64 = 250;
 /// Other writes in flight above which the writer counts as shared: the other workers' loop
 /// has a few at a time, a client load dozens.
 const BUSY_WRITES: usize = 4;
+/// How long after a tick saw the writer shared the worker keeps to [`BATCH_SHARED`]: the
+/// count of writes in flight is read once a tick, right after the tick's own commit
+/// answered the requests committed with it, so under a client load it reads low now and
+/// then (a tenth of the ticks of a 64-connection SMS load took [`BATCH_ALONE`] SMS, a third
+/// of the worker's moves, each holding the writer for milliseconds).
+const SHARED_FOR_MS: i64 = 100;
 /// How long a submission may take before another node retries it.
 const LEASE_MS: i64 = 30_000;
 /// Wait before retrying a submission the carrier refused for now.
 const RETRY_MS: i64 = 10_000;
+
+/// Sizes the worker's transactions: [`BATCH_SHARED`] while other writes are in flight, or
+/// were at a tick of the last [`SHARED_FOR_MS`]; [`BATCH_ALONE`] otherwise.
+#[derive(Debug, Default)]
+pub struct Pacing {
+    /// When a tick last saw more than [`BUSY_WRITES`] other writes in flight (Unix ms; 0:
+    /// never).
+    busy_at: AtomicI64,
+}
+
+impl Pacing {
+    /// The most SMS the tick at `now` handles, given the writes in flight.
+    pub fn batch(&self, writes_in_flight: usize, now: Timestamp) -> i64 {
+        if writes_in_flight > BUSY_WRITES {
+            self.busy_at.store(now.millis(), Ordering::Relaxed);
+            return BATCH_SHARED;
+        }
+        let busy_at = self.busy_at.load(Ordering::Relaxed);
+        if busy_at != 0 && now.millis() - busy_at < SHARED_FOR_MS {
+            BATCH_SHARED
+        } else {
+            BATCH_ALONE
+        }
+    }
+}
 
 /// The status moves of one transaction, written together by [`Moves::flush`] (a few
 /// multi-row statements for a batch, instead of two or three statements per move), and the
@@ -69,13 +102,16 @@ impl Moves {
             sent_at: moved.sent_at,
             delivered_at: moved.delivered_at,
             history_lines: line,
+            message_ids: None,
         };
         match self.index.get(&moved.id) {
             Some(&i) => {
                 let mut lines = std::mem::take(&mut self.states[i].history_lines);
                 lines.push_str(&state.history_lines);
+                let message_ids = self.states[i].message_ids.take();
                 self.states[i] = StateWrite {
                     history_lines: lines,
+                    message_ids,
                     ..state
                 };
             }
@@ -84,6 +120,26 @@ impl Moves {
                 self.states.push(state);
             }
         }
+    }
+
+    /// Records the network's ids of the parts of an SMS it took, with its queued new state
+    /// when it has one (it has after a move), else at once.
+    fn set_message_ids(
+        &mut self,
+        c: &mut dyn Conn,
+        sms_id: i64,
+        ids: String,
+    ) -> Result<(), ApiError> {
+        match self.index.get(&sms_id) {
+            Some(&i) => self.states[i].message_ids = Some(ids),
+            None => {
+                c.execute(
+                    "UPDATE sms SET message_ids = $1 WHERE id = $2",
+                    dialtone_store::params![ids, sms_id],
+                )?;
+            }
+        }
+        Ok(())
     }
 
     /// Sets when the worker next acts on an SMS (a lease, a retry, never): in its queued new
@@ -213,10 +269,6 @@ fn settle(
 ) -> Result<(), ApiError> {
     match outcome {
         Ok(accepted) => {
-            c.execute(
-                "UPDATE sms SET message_ids = $1 WHERE id = $2",
-                dialtone_store::params![accepted.message_ids.join(","), sms.id],
-            )?;
             if sms.status == SmsStatus::Pending.as_str() {
                 // A real network: every part has its submit_sm_resp, so it is sent;
                 // receipts will find it by the network's ids.
@@ -231,6 +283,7 @@ fn settle(
             } else {
                 apply(c, state, moves, sms, SmsStatus::Pending, "", now)?;
             }
+            moves.set_message_ids(c, sms.id, accepted.message_ids.join(","))?;
         }
         Err(rejected) if rejected.permanent => {
             apply(
@@ -261,11 +314,7 @@ fn settle(
 /// Handles the SMS work that is due; returns how many SMS moved or were submitted.
 pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
     let now = state.clock.now();
-    let batch = if state.store.writes_in_flight() > BUSY_WRITES {
-        BATCH_SHARED
-    } else {
-        BATCH_ALONE
-    };
+    let batch = state.sms_pacing.batch(state.store.writes_in_flight(), now);
     let st = state.clone();
     let (to_submit, moved) = state
         .store
@@ -331,4 +380,29 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(moved + submitted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_batch_stays_shared_for_a_while_after_the_writer_was_busy() {
+        let pacing = Pacing::default();
+        let t = Timestamp::from_millis(1_800_000_000_000);
+        assert_eq!(pacing.batch(0, t), BATCH_ALONE, "never busy");
+        assert_eq!(
+            pacing.batch(BUSY_WRITES, t),
+            BATCH_ALONE,
+            "at the threshold"
+        );
+        assert_eq!(pacing.batch(BUSY_WRITES + 1, t), BATCH_SHARED);
+        // A tick right after a commit reads few writes in flight: still shared.
+        assert_eq!(pacing.batch(0, t.plus_ms(SHARED_FOR_MS - 1)), BATCH_SHARED);
+        assert_eq!(pacing.batch(0, t.plus_ms(SHARED_FOR_MS)), BATCH_ALONE);
+        // Busy again: the window starts over from the last busy tick.
+        assert_eq!(pacing.batch(64, t.plus_ms(500)), BATCH_SHARED);
+        assert_eq!(pacing.batch(1, t.plus_ms(550)), BATCH_SHARED);
+        assert_eq!(pacing.batch(1, t.plus_ms(600)), BATCH_ALONE);
+    }
 }
