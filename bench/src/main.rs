@@ -213,12 +213,12 @@ async fn main() -> anyhow::Result<()> {
         }
         if ratios.len() > 1 {
             ratios.sort_by(f64::total_cmp);
+            let n = ratios.len();
+            let median = (ratios[(n - 1) / 2] + ratios[n / 2]) / 2.0;
             println!(
-                "POST /v2.0/sms over {} rounds: median {:.1}% of the ping rate (from {:.1}% to {:.1}%)",
-                ratios.len(),
-                ratios[ratios.len() / 2],
+                "POST /v2.0/sms over {n} rounds: median {median:.1}% of the ping rate (from {:.1}% to {:.1}%)",
                 ratios[0],
-                ratios[ratios.len() - 1]
+                ratios[n - 1]
             );
         }
     }
