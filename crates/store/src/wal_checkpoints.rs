@@ -98,12 +98,18 @@ impl Checkpoints {
         self.last_frames = frames;
         if frames >= self.writer_at {
             match checkpoint(writer) {
-                Ok(()) => {
+                // The checkpointer thread holds the checkpoint lock for a few milliseconds:
+                // again after the next commit.
+                Ok(Ran::Busy) => {}
+                Ok(Ran::Done) => {
                     self.counts.writer.fetch_add(1, Ordering::Relaxed);
+                    self.writer_at = frames + WRITER_RETRY_AFTER;
                 }
-                Err(e) => tracing::warn!(error = %e, "checkpoint on the writer failed"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "checkpoint on the writer failed");
+                    self.writer_at = frames + WRITER_RETRY_AFTER;
+                }
             }
-            self.writer_at = frames + WRITER_RETRY_AFTER;
         } else if frames >= self.next_background {
             match self.wake.try_send(()) {
                 // Full: the checkpointer has a wake-up waiting already.
@@ -117,18 +123,30 @@ impl Checkpoints {
     }
 }
 
+/// What a checkpoint did.
+enum Ran {
+    /// Copied what the readers allowed (every frame, unless a reader still used some).
+    Done,
+    /// Did nothing: another connection was checkpointing.
+    Busy,
+}
+
 /// A PASSIVE checkpoint: copies what it can without waiting for any lock.
-fn checkpoint(conn: &Connection) -> rusqlite::Result<()> {
-    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+fn checkpoint(conn: &Connection) -> rusqlite::Result<Ran> {
+    // The row is (busy, frames in the WAL, frames copied).
+    let busy: i64 = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get(0))?;
+    Ok(if busy == 0 { Ran::Done } else { Ran::Busy })
 }
 
 fn checkpointer_loop(conn: &Connection, woken: &Receiver<()>, counts: &CheckpointCounts) {
     // Ends when the writer thread (the only sender) ends.
     while woken.recv().is_ok() {
         match checkpoint(conn) {
-            Ok(()) => {
+            Ok(Ran::Done) => {
                 counts.background.fetch_add(1, Ordering::Relaxed);
             }
+            // The writer was checkpointing; the next wake-up comes 500 frames later.
+            Ok(Ran::Busy) => {}
             Err(e) => tracing::warn!(error = %e, "background checkpoint failed"),
         }
     }

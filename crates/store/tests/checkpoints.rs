@@ -64,9 +64,10 @@ async fn the_wal_is_copied_beside_the_writer_and_stays_bounded() {
         "the writer never made the WAL start over: {stats:?}"
     );
     // Without checkpoints the WAL would hold all 7,500 frames; the writer starts it over at
-    // 4,000 (plus the transaction that crossed it).
+    // 4,000, or 1,000 frames later if the checkpointer thread held a lock the restart needs
+    // at that moment.
     assert!(
-        largest_wal <= 4_100 * FRAME,
+        largest_wal <= 5_100 * FRAME,
         "the WAL grew to {largest_wal} bytes ({} frames)",
         largest_wal / FRAME
     );
