@@ -64,6 +64,23 @@ fn cpu_per(srv: &server::Server, cpu0: f64, items: u64) -> anyhow::Result<f64> {
     Ok((srv.cpu_ms()? - cpu0) * 1000.0 / items.max(1) as f64)
 }
 
+/// A load of `args.connections` connections for `args.seconds`, each request from `make`.
+async fn load_with_args(
+    srv: &server::Server,
+    key: &str,
+    args: &Args,
+    make: impl Fn() -> load::Req + Send + Sync + Clone + 'static,
+) -> anyhow::Result<load::Report> {
+    load::run(
+        &srv.base,
+        key,
+        args.connections,
+        Duration::from_secs(args.seconds),
+        make,
+    )
+    .await
+}
+
 /// `GET /v2.0/ping` under load: the reference of every rate.
 async fn measure_ping(
     srv: &server::Server,
@@ -71,14 +88,7 @@ async fn measure_ping(
     args: &Args,
 ) -> anyhow::Result<load::Report> {
     let cpu0 = srv.cpu_ms()?;
-    let r = load::run(
-        &srv.base,
-        key,
-        args.connections,
-        Duration::from_secs(args.seconds),
-        || load::Req::get("/v2.0/ping"),
-    )
-    .await?;
+    let r = load_with_args(srv, key, args, || load::Req::get("/v2.0/ping")).await?;
     println!("GET /v2.0/ping (reference): {}", r.summary());
     println!(
         "  server CPU per request: {:.0} us",
@@ -99,18 +109,12 @@ async fn sms_round(
 ) -> anyhow::Result<(f64, i64)> {
     let t0 = Instant::now();
     let cpu0 = srv.cpu_ms()?;
-    let r = load::run(
-        &srv.base,
-        key,
-        args.connections,
-        Duration::from_secs(args.seconds),
-        || {
-            load::Req::post(
-                "/v2.0/sms?to=%2B447700900555",
-                r#"{"body":"Benchmark message"}"#,
-            )
-        },
-    )
+    let r = load_with_args(srv, key, args, || {
+        load::Req::post(
+            "/v2.0/sms?to=%2B447700900555",
+            r#"{"body":"Benchmark message"}"#,
+        )
+    })
     .await?;
     println!("POST /v2.0/sms accepted: {}", r.summary());
     println!(
@@ -237,13 +241,9 @@ async fn main() -> anyhow::Result<()> {
             .to_owned();
         let path = format!("/v2.0/actions/{sid}/runs");
         let t0 = Instant::now();
-        let r = load::run(
-            &srv.base,
-            &key,
-            args.connections,
-            Duration::from_secs(args.seconds),
-            move || load::Req::post_owned(path.clone(), r#"{"variables":{"$n":3}}"#),
-        )
+        let r = load_with_args(&srv, &key, &args, move || {
+            load::Req::post_owned(path.clone(), r#"{"variables":{"$n":3}}"#)
+        })
         .await?;
         println!("POST /v2.0/actions/{{sid}}/runs accepted: {}", r.summary());
         // Every accepted run must finish: count them done, from the first request.
