@@ -69,6 +69,7 @@ impl Application {
             engine: scenarios::Engine::start(config_threads())?,
             parsed: Arc::new(scenarios::ParsedCache::default()),
             rates: Arc::default(),
+            keys: Arc::default(),
             limiter: Arc::default(),
         });
         // The routes (with the OpenAPI document) are built on another core while the

@@ -62,6 +62,9 @@ pub struct Shared {
     pub parsed: Arc<crate::scenarios::ParsedCache>,
     /// The rate table in memory (every SMS is priced).
     pub rates: Arc<dialtone_store::rates::RateCache>,
+    /// The accounts behind API keys, in memory while no account's settings changed (every
+    /// request authenticates).
+    pub keys: Arc<dialtone_store::key_cache::KeyCache>,
     /// Per-account request rate limits of this node.
     pub limiter: Arc<crate::http::rate_limit::RateLimiter>,
 }

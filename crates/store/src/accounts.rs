@@ -45,7 +45,9 @@ pub struct Account {
 
 /// `SELECT` of an account's columns from `accounts a` (its parent `p`) followed by `$rest`:
 /// the statements are constants, built at compile time (authentication runs one per
-/// request).
+/// request). Authentication keeps accounts in memory until `auth_version` moves, so a
+/// column added here (other than the balance) must also be in the `accounts_auth_changed`
+/// trigger's list (migration 0016, both backends).
 macro_rules! select_account {
     ($rest:literal) => {
         concat!(

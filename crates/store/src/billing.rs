@@ -101,6 +101,16 @@ fn credit_event(
     Ok(())
 }
 
+/// The account's balance now. Authentication's copy of an account keeps the balance it was
+/// read with (see `key_cache`), so whatever shows a balance reads it here.
+pub fn balance(conn: &mut dyn Conn, account_id: i64) -> Result<Money, DbError> {
+    conn.query_one(
+        "SELECT credit FROM accounts WHERE id = $1",
+        params![account_id],
+    )?
+    .money(0)
+}
+
 /// Debits `amount` (positive) from the account. Prepaid accounts never go below zero;
 /// postpaid accounts accumulate a negative balance. `kind` and `cause` say why (ledger).
 pub fn debit(
@@ -143,13 +153,9 @@ fn spend(
         account_id,
     )?;
     let Some(row) = row else {
-        let balance = conn
-            .query_one(
-                "SELECT credit FROM accounts WHERE id = $1",
-                params![account_id],
-            )?
-            .money(0)?;
-        return Ok(Spend::Insufficient { balance });
+        return Ok(Spend::Insufficient {
+            balance: balance(conn, account_id)?,
+        });
     };
     let a = after(&row)?;
     record(

@@ -15,6 +15,7 @@ pub mod end_users;
 pub mod events;
 pub mod idempotency;
 pub mod inbound_parts;
+pub mod key_cache;
 pub mod migrate;
 pub mod numbers;
 mod pool;

@@ -41,6 +41,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(13, "0013_inbound_parts"),
     migration!(14, "0014_idempotency_committed"),
     migration!(15, "0015_hot_paths"),
+    migration!(16, "0016_auth_version"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

@@ -5,6 +5,9 @@
 use dialtone_domain::{Sid, Timestamp};
 mod common;
 
+use std::sync::Arc;
+
+use dialtone_store::key_cache::{self, KeyCache};
 use dialtone_store::{DbError, Store, StoreOptions, migrate, params, sms};
 
 /// The SMS history moved into the SMS row (migration 15): each SMS keeps its moves, in
@@ -50,7 +53,7 @@ async fn sms_history_moves_into_the_sms(store: &Store) {
         })
         .await
         .expect("fill as release 14 did");
-    assert_eq!(migrate::run(store).await.expect("migrate"), vec![15]);
+    assert_eq!(migrate::run_to(store, 15).await.expect("migrate"), vec![15]);
 
     let histories = store
         .read(move |c| {
@@ -106,5 +109,83 @@ async fn sms_history_moves_into_the_sms_postgres() {
         return;
     };
     sms_history_moves_into_the_sms(&store).await;
+    drop(store);
+}
+
+/// Authentication's version (migration 16): an account and key made before it are served
+/// by the key cache, a debit leaves the cached account in place, and a key revoked or an
+/// account suspended afterwards is seen by the next lookup (here through raw statements,
+/// as another process would make them).
+async fn auth_version_guards_the_key_cache(store: &Store) {
+    migrate::run_to(store, 15).await.expect("migrate to 15");
+    store
+        .write(|c| {
+            c.execute(
+                "INSERT INTO accounts (sid, name, status, currency, billing_mode, credit, login, password_hash, created, updated) \
+                 VALUES ('acct0001', 'a', 'active', 'EUR', 'prepaid', 1000, 'a', 'x', 0, 0)",
+                params![],
+            )?;
+            c.execute(
+                "INSERT INTO api_keys (account_id, key_id, key_hash, created) \
+                 SELECT id, 'dt_00000001', 'hash1', 0 FROM accounts WHERE sid = 'acct0001'",
+                params![],
+            )
+        })
+        .await
+        .expect("fill as release 15 did");
+    assert_eq!(migrate::run(store).await.expect("migrate"), vec![16]);
+
+    let cache = Arc::new(KeyCache::default());
+    let lookup = |cache: Arc<KeyCache>| async move {
+        store
+            .read(move |c| cache.account(c, "hash1"))
+            .await
+            .expect("lookup")
+    };
+    let write = |sql: &'static str| async move {
+        store
+            .write(move |c| c.execute(sql, params![]))
+            .await
+            .expect("write")
+    };
+    let version = || async { store.read(key_cache::version).await.expect("version") };
+    let first = lookup(cache.clone()).await.expect("the key's account");
+    assert_eq!(
+        (first.sid.as_str(), first.credit.units()),
+        ("acct0001", 1000)
+    );
+
+    // A debit moves neither the version nor the cached account.
+    let before = version().await;
+    write("UPDATE accounts SET credit = credit - 100 WHERE sid = 'acct0001'").await;
+    assert_eq!(version().await, before);
+    assert_eq!(lookup(cache.clone()).await, Some(first.clone()));
+
+    // A change of its settings does, and the next lookup reads it.
+    write("UPDATE accounts SET status = 'suspended' WHERE sid = 'acct0001'").await;
+    assert!(version().await > before);
+    let suspended = lookup(cache.clone()).await.expect("the key's account");
+    assert_eq!(
+        (suspended.status.as_str(), suspended.credit.units()),
+        ("suspended", 900)
+    );
+
+    // A revoked key finds nothing from the next lookup on.
+    write("UPDATE api_keys SET revoked = 1 WHERE key_hash = 'hash1'").await;
+    assert_eq!(lookup(cache).await, None);
+}
+
+#[tokio::test]
+async fn auth_version_guards_the_key_cache_sqlite() {
+    let (store, _dir) = common::sqlite().await;
+    auth_version_guards_the_key_cache(&store).await;
+}
+
+#[tokio::test]
+async fn auth_version_guards_the_key_cache_postgres() {
+    let Some((store, _schema)) = common::postgres("auth", &StoreOptions::default()).await else {
+        return;
+    };
+    auth_version_guards_the_key_cache(&store).await;
     drop(store);
 }

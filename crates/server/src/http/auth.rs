@@ -17,7 +17,10 @@ use crate::state::AppState;
 /// The account a v2.0 request acts on.
 #[derive(Debug, Clone)]
 pub struct Caller {
-    /// The acting account (a sub account when addressed by Basic `SUBSID:MASTERKEY`).
+    /// The acting account (a sub account when addressed by Basic `SUBSID:MASTERKEY`). Its
+    /// settings are current; its `credit` may predate the last debits (authentication
+    /// keeps accounts in memory between changes of their settings): read the balance
+    /// with `billing::balance`.
     pub account: Account,
 }
 
@@ -62,12 +65,12 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> ApiResult<Option<&'a str>> 
         .transpose()
 }
 
+/// The account of a live key, through the cache of accounts by key (its `credit` may be
+/// older than the last debit).
 async fn account_by_key(state: &AppState, key: &str) -> ApiResult<Option<Account>> {
     let hash = hash_api_key(key);
-    Ok(state
-        .store
-        .lookup(move |c| accounts::by_key_hash(c, &hash))
-        .await?)
+    let keys = state.keys.clone();
+    Ok(state.store.lookup(move |c| keys.account(c, &hash)).await?)
 }
 
 impl FromRequestParts<AppState> for Caller {
@@ -138,7 +141,8 @@ async fn authenticate(parts: &Parts, state: &AppState) -> ApiResult<Caller> {
 /// The account a request of the earlier interfaces (JSON-RPC, SMS REST v1.1) acts on.
 #[derive(Debug, Clone)]
 pub struct LegacyCaller {
-    /// The authenticated account.
+    /// The authenticated account (its `credit` may predate the last debits, as
+    /// [`Caller`]'s).
     pub account: Account,
 }
 

@@ -237,7 +237,7 @@ async fn dispatch(method: &str, call: Call<'_>) -> Result<Value, RpcError> {
     match method {
         "system.get_timestamp" => system::get_timestamp(&call),
         "sms.send" => sms::send(&call).await,
-        "billing.get_prepaid_credit" => system::prepaid_credit(&call),
+        "billing.get_prepaid_credit" => system::prepaid_credit(&call).await,
         "webhooks.subscribe" => webhooks::subscribe(&call).await,
         "webhooks.unsubscribe" => webhooks::unsubscribe(&call).await,
         "webhooks.get_list" => webhooks::get_list(&call).await,

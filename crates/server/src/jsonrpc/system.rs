@@ -10,7 +10,7 @@ pub fn get_timestamp(call: &Call<'_>) -> Result<Value, RpcError> {
 }
 
 /// `billing.get_prepaid_credit []`: `{amount, currency}` (prepaid accounts only).
-pub fn prepaid_credit(call: &Call<'_>) -> Result<Value, RpcError> {
+pub async fn prepaid_credit(call: &Call<'_>) -> Result<Value, RpcError> {
     let a = &call.caller.account;
     if a.billing_mode != dialtone_domain::account::BillingMode::Prepaid {
         return Err(RpcError::new(
@@ -18,5 +18,11 @@ pub fn prepaid_credit(call: &Call<'_>) -> Result<Value, RpcError> {
             "only prepaid accounts have a credit balance",
         ));
     }
-    Ok(serde_json::json!({"amount": a.credit.to_cents_string(), "currency": a.currency}))
+    let account_id = a.id;
+    let balance = call
+        .state
+        .store
+        .lookup(move |c| dialtone_store::billing::balance(c, account_id))
+        .await?;
+    Ok(serde_json::json!({"amount": balance.to_cents_string(), "currency": a.currency}))
 }

@@ -9,6 +9,7 @@ use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use dialtone_domain::account::BillingMode;
+use dialtone_store::billing;
 
 /// A prepaid balance.
 #[derive(Debug, Serialize, ToSchema)]
@@ -24,15 +25,20 @@ pub struct Credit {
 /// Prepaid credit balance (prepaid accounts only).
 #[utoipa::path(get, path = "/billing/credit", tag = "Billing",
     responses((status = 200, description = "the balance", body = Credit)))]
-pub async fn credit(State(_state): State<AppState>, caller: Caller) -> ApiResult<Json<Credit>> {
+pub async fn credit(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Credit>> {
     if caller.account.billing_mode != BillingMode::Prepaid {
         return Err(ApiError::forbidden(
             "forbidden",
             "only prepaid accounts have a credit balance",
         ));
     }
+    let account_id = caller.account.id;
+    let balance = state
+        .store
+        .lookup(move |c| billing::balance(c, account_id))
+        .await?;
     Ok(Json(Credit {
-        amount: caller.account.credit.to_cents_string(),
+        amount: balance.to_cents_string(),
         currency: caller.account.currency.clone(),
     }))
 }

@@ -5,7 +5,7 @@ use reqwest::Method;
 use serde_json::json;
 
 use crate::both_backends;
-use crate::helpers::{TestApp, assert_error, send};
+use crate::helpers::{ADMIN_TOKEN, TestApp, assert_error, send};
 
 fn basic(user: &str, secret: &str) -> String {
     format!(
@@ -18,6 +18,8 @@ both_backends!(
     missing_malformed_and_wrong_credentials_are_401,
     api_key_and_basic_act_on_the_right_account,
     revoked_keys_stop_working,
+    changes_on_another_node_apply_from_the_next_request,
+    balances_are_current_through_a_known_key,
     sub_accounts_are_reached_only_through_their_parent,
     legacy_interfaces_accept_login_password_and_api_key_header,
 );
@@ -76,6 +78,9 @@ async fn api_key_and_basic_act_on_the_right_account(app: TestApp) {
 
 async fn revoked_keys_stop_working(app: TestApp) {
     let acct = app.account().await;
+    // Used before it is revoked, so this node knows the key.
+    let (status, _) = send(app.req(&acct, Method::GET, "/v2.0/ping")).await;
+    assert_eq!(status, 200);
     let (status, second) = send(app.admin(
         Method::POST,
         &format!("/admin/accounts/{}/api-keys", acct.sid),
@@ -202,4 +207,114 @@ async fn legacy_interfaces_accept_login_password_and_api_key_header(app: TestApp
     let (status, body) = send(app.anon(Method::POST, "/json-rpc/v1.1/").json(&rpc)).await;
     assert_eq!(status, 200);
     assert_eq!(body["error"]["code"], 22);
+}
+
+/// Authentication keeps the accounts behind keys in memory; a change made by another node
+/// (another process on the same database) must still hold from this node's next request.
+async fn changes_on_another_node_apply_from_the_next_request(app: TestApp) {
+    let acct = app.account().await;
+    let sms = |acct: &crate::helpers::TestAccount| {
+        app.req(acct, Method::POST, "/v2.0/sms?to=%2B33612345678")
+            .json(&json!({"body": "hello"}))
+    };
+    let (status, body) = send(sms(&acct)).await;
+    assert_eq!(status, 202, "{body}");
+    let (other, _node) = app.second_node().await;
+    let admin = |method: Method, path: &str| {
+        app.client
+            .request(method, format!("{other}{path}"))
+            .bearer_auth(ADMIN_TOKEN)
+    };
+
+    // Suspended there: refused here.
+    let path = format!("/admin/accounts/{}", acct.sid);
+    let (status, body) =
+        send(admin(Method::PATCH, &path).json(&json!({"status": "suspended"}))).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = send(sms(&acct)).await;
+    assert_error(status, &body, 403, "account_suspended");
+    let (status, body) = send(admin(Method::PATCH, &path).json(&json!({"status": "active"}))).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = send(sms(&acct)).await;
+    assert_eq!(status, 202, "{body}");
+
+    // A new key made there works here; the old key revoked there is refused here, by
+    // every interface that takes a key.
+    let (status, made) = send(admin(
+        Method::POST,
+        &format!("/admin/accounts/{}/api-keys", acct.sid),
+    ))
+    .await;
+    assert_eq!(status, 201, "{made}");
+    let new_key = made["apiKey"].as_str().expect("apiKey").to_owned();
+    let (status, _) = send(
+        app.anon(Method::GET, "/v2.0/ping")
+            .header("x-api-key", &new_key),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let key_id = &acct.api_key[..11];
+    let (status, _) = send(admin(
+        Method::DELETE,
+        &format!("/admin/accounts/{}/api-keys/{key_id}", acct.sid),
+    ))
+    .await;
+    assert_eq!(status, 204);
+    let (status, body) = send(app.req(&acct, Method::GET, "/v2.0/ping")).await;
+    assert_error(status, &body, 401, "auth_error");
+    let (status, body) = send(
+        app.anon(Method::GET, "/v2.0/ping")
+            .header("authorization", basic(&acct.sid, &acct.api_key)),
+    )
+    .await;
+    assert_error(status, &body, 401, "auth_error");
+    let (status, body) = send(
+        app.anon(Method::POST, "/json-rpc/v1.1/")
+            .header("authorization", format!("Api-Key {}", acct.api_key))
+            .json(
+                &json!({"jsonrpc": "2.0", "id": 1, "method": "system.get_timestamp", "params": []}),
+            ),
+    )
+    .await;
+    assert_eq!(status, 200, "JSON-RPC answers 200 even for errors");
+    assert_eq!(body["error"]["code"], 22, "{body}");
+    let (status, _) = send(
+        app.anon(Method::GET, "/v2.0/ping")
+            .header("x-api-key", &new_key),
+    )
+    .await;
+    assert_eq!(status, 200);
+}
+
+/// The account behind a key is kept between requests, its balance is not: every interface
+/// shows the balance after the last debit.
+async fn balances_are_current_through_a_known_key(app: TestApp) {
+    let acct = app
+        .account_with(json!({"name": "a", "credit": "10.00"}))
+        .await;
+    let rpc_credit = || async {
+        let (status, body) = send(
+            app.anon(Method::POST, "/json-rpc/v1.1/")
+                .header("authorization", format!("Api-Key {}", acct.api_key))
+                .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "billing.get_prepaid_credit", "params": []})),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        body["result"]["amount"].clone()
+    };
+    let v2_credit = || async {
+        let (status, body) = send(app.req(&acct, Method::GET, "/v2.0/billing/credit")).await;
+        assert_eq!(status, 200, "{body}");
+        body["amount"].clone()
+    };
+    assert_eq!(v2_credit().await, "10.00");
+    assert_eq!(rpc_credit().await, "10.00");
+    let (status, body) = send(
+        app.req(&acct, Method::POST, "/v2.0/sms?to=%2B33612345678")
+            .json(&json!({"body": "short"})),
+    )
+    .await;
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(v2_credit().await, "4.50");
+    assert_eq!(rpc_credit().await, "4.50");
 }
