@@ -5,7 +5,7 @@ use reqwest::Method;
 use serde_json::json;
 
 use crate::both_backends;
-use crate::helpers::{ADMIN_TOKEN, TestApp, assert_error, send};
+use crate::helpers::{ADMIN_TOKEN, TestAccount, TestApp, assert_error, send};
 
 fn basic(user: &str, secret: &str) -> String {
     format!(
@@ -96,14 +96,7 @@ async fn revoked_keys_stop_working(app: TestApp) {
     ))
     .await;
     assert_eq!(status, 204);
-    let (status, body) = send(app.req(&acct, Method::GET, "/v2.0/ping")).await;
-    assert_error(status, &body, 401, "auth_error");
-    let (status, body) = send(
-        app.anon(Method::GET, "/v2.0/ping")
-            .header("authorization", basic(&acct.sid, &acct.api_key)),
-    )
-    .await;
-    assert_error(status, &body, 401, "auth_error");
+    assert_key_refused_by_v2(&app, &acct).await;
     // The other key still works; revoking twice is 404.
     let (status, _) = send(
         app.anon(Method::GET, "/v2.0/ping")
@@ -117,6 +110,18 @@ async fn revoked_keys_stop_working(app: TestApp) {
     ))
     .await;
     assert_error(status, &body, 404, "not_found");
+}
+
+/// The account's first key is refused by v2.0, as `x-api-key` and in Basic `SID:KEY`.
+async fn assert_key_refused_by_v2(app: &TestApp, acct: &TestAccount) {
+    let (status, body) = send(app.req(acct, Method::GET, "/v2.0/ping")).await;
+    assert_error(status, &body, 401, "auth_error");
+    let (status, body) = send(
+        app.anon(Method::GET, "/v2.0/ping")
+            .header("authorization", basic(&acct.sid, &acct.api_key)),
+    )
+    .await;
+    assert_error(status, &body, 401, "auth_error");
 }
 
 async fn sub_accounts_are_reached_only_through_their_parent(app: TestApp) {
@@ -213,7 +218,7 @@ async fn legacy_interfaces_accept_login_password_and_api_key_header(app: TestApp
 /// (another process on the same database) must still hold from this node's next request.
 async fn changes_on_another_node_apply_from_the_next_request(app: TestApp) {
     let acct = app.account().await;
-    let sms = |acct: &crate::helpers::TestAccount| {
+    let sms = |acct: &TestAccount| {
         app.req(acct, Method::POST, "/v2.0/sms?to=%2B33612345678")
             .json(&json!({"body": "hello"}))
     };
@@ -260,14 +265,7 @@ async fn changes_on_another_node_apply_from_the_next_request(app: TestApp) {
     ))
     .await;
     assert_eq!(status, 204);
-    let (status, body) = send(app.req(&acct, Method::GET, "/v2.0/ping")).await;
-    assert_error(status, &body, 401, "auth_error");
-    let (status, body) = send(
-        app.anon(Method::GET, "/v2.0/ping")
-            .header("authorization", basic(&acct.sid, &acct.api_key)),
-    )
-    .await;
-    assert_error(status, &body, 401, "auth_error");
+    assert_key_refused_by_v2(&app, &acct).await;
     let (status, body) = send(
         app.anon(Method::POST, "/json-rpc/v1.1/")
             .header("authorization", format!("Api-Key {}", acct.api_key))
