@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use dialtone_carrier::OutboundSms;
 use dialtone_carrier::smpp::{Smpp, SmppConfig};
-use dialtone_carrier::{Carrier, OutboundSms};
 use dialtone_domain::sms::Encoding;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc;
@@ -99,6 +99,7 @@ async fn measure(port: u16, window: u32, args: &Args) -> anyhow::Result<(f64, f6
         parts: vec!["Benchmark message".into()],
         encoding: Encoding::Gsm,
         flash: false,
+        reference: 0,
     });
     let deadline = Instant::now() + Duration::from_secs(args.seconds);
     let errors = Arc::new(AtomicU64::new(0));

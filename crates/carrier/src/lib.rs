@@ -5,6 +5,11 @@
 //! so developers get realistic, repeatable status progressions on a laptop. Operators bind
 //! real SMSCs with [`smpp::Smpp`]; [`Routes`] picks the network of each destination. This
 //! crate owns the protocol side only; storing statuses and emitting events is the server's job.
+//!
+//! A real network takes an SMS part by part ([`Carrier::submit_part`]): the platform stores
+//! each part's message id as soon as the network answers for it, so a receipt never waits
+//! for the slowest part of a batch, and a part refused for now is submitted again alone,
+//! with the SMS's own concatenation reference ([`OutboundSms::reference`]).
 
 mod routes;
 mod simulated;
@@ -12,6 +17,8 @@ pub mod smpp;
 
 use std::future::Future;
 use std::pin::Pin;
+
+pub use tokio::time::Instant;
 
 use dialtone_domain::sms::{Encoding, SmsStatus};
 
@@ -33,6 +40,10 @@ pub struct OutboundSms {
     pub encoding: Encoding,
     /// Flash SMS (class 0).
     pub flash: bool,
+    /// Ties the parts of a multi-part SMS together on the handset: the same on every
+    /// submission of the SMS (derived from the SMS, not drawn per try), so a part submitted
+    /// again joins the parts taken before it. UDH carries its low 8 bits, SAR all 16.
+    pub reference: u16,
 }
 
 /// The network took the SMS.
@@ -61,15 +72,17 @@ pub trait Carrier: Send + Sync + 'static {
     /// Stable name of this carrier (stored with each SMS it carries).
     fn name(&self) -> &str;
 
-    /// The name of the network that carries SMS to `to` (differs from [`Carrier::name`] only
-    /// for [`Routes`]).
-    fn network_for(&self, to: &str) -> String {
-        let _ = to;
-        self.name().to_owned()
-    }
-
-    /// Hands an SMS to the network (the status becomes `pending` when accepted).
-    fn submit<'a>(&'a self, sms: &'a OutboundSms) -> BoxFuture<'a, Result<Accepted, Rejected>>;
+    /// Hands part `part` (1-based) of an SMS to the network; resolves with the network's id
+    /// of that part. Whatever happens, the answer comes by `until`: a part that cannot be put
+    /// on the wire early enough to be answered by then is refused for now instead (so the
+    /// lease the platform holds on the SMS covers its submission, and no other node submits
+    /// the same part meanwhile).
+    fn submit_part<'a>(
+        &'a self,
+        sms: &'a OutboundSms,
+        part: usize,
+        until: Instant,
+    ) -> BoxFuture<'a, Result<String, Rejected>>;
 
     /// For networks that answer a submission without any I/O (the simulator): the answer,
     /// given at once, so the SMS worker records it in the transaction that took the SMS

@@ -1,22 +1,22 @@
 //! Routing of destinations to networks: the longest matching E.164 prefix wins, and a
-//! default network carries the rest.
+//! default network, when there is one, carries the rest.
 
 use std::sync::Arc;
 
-use dialtone_domain::sms::SmsStatus;
-
-use crate::{Accepted, BoxFuture, Carrier, OutboundSms, Rejected};
+use crate::Carrier;
 
 /// Networks chosen by destination prefix.
+#[derive(Clone, Default)]
 pub struct Routes {
-    default: Arc<dyn Carrier>,
+    default: Option<Arc<dyn Carrier>>,
     /// Longest prefix first.
     routes: Vec<(String, Arc<dyn Carrier>)>,
 }
 
 impl Routes {
-    /// Every destination goes to `default` until routes are added.
-    pub fn new(default: Arc<dyn Carrier>) -> Self {
+    /// Every destination goes to `default` (none: no destination is routed) until routes
+    /// are added.
+    pub fn new(default: Option<Arc<dyn Carrier>>) -> Self {
         Self {
             default,
             routes: Vec::new(),
@@ -30,48 +30,32 @@ impl Routes {
         self
     }
 
-    /// The network of a destination.
-    pub fn carrier_for(&self, to: &str) -> &Arc<dyn Carrier> {
+    /// The network of a destination; None when no prefix matches and there is no default.
+    pub fn carrier_for(&self, to: &str) -> Option<&Arc<dyn Carrier>> {
         self.routes
             .iter()
             .find(|(p, _)| to.starts_with(p.as_str()))
-            .map_or(&self.default, |(_, c)| c)
-    }
-}
-
-impl Carrier for Routes {
-    fn name(&self) -> &str {
-        self.default.name()
-    }
-
-    fn network_for(&self, to: &str) -> String {
-        self.carrier_for(to).name().to_owned()
-    }
-
-    fn submit<'a>(&'a self, sms: &'a OutboundSms) -> BoxFuture<'a, Result<Accepted, Rejected>> {
-        self.carrier_for(&sms.to).submit(sms)
-    }
-
-    fn submit_now(&self, sms: &OutboundSms) -> Option<Result<Accepted, Rejected>> {
-        self.carrier_for(&sms.to).submit_now(sms)
-    }
-
-    fn next_status(&self, to: &str, current: SmsStatus) -> Option<(SmsStatus, i64)> {
-        self.carrier_for(to).next_status(to, current)
+            .map(|(_, c)| c)
+            .or(self.default.as_ref())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Simulated;
+    use crate::{BoxFuture, Instant, OutboundSms, Rejected, Simulated};
 
     struct Named(&'static str);
     impl Carrier for Named {
         fn name(&self) -> &str {
             self.0
         }
-        fn submit<'a>(&'a self, _: &'a OutboundSms) -> BoxFuture<'a, Result<Accepted, Rejected>> {
+        fn submit_part<'a>(
+            &'a self,
+            _: &'a OutboundSms,
+            _: usize,
+            _: Instant,
+        ) -> BoxFuture<'a, Result<String, Rejected>> {
             Box::pin(std::future::ready(Err(Rejected {
                 permanent: true,
                 reason: self.0.into(),
@@ -79,45 +63,24 @@ mod tests {
         }
     }
 
-    #[test]
-    fn longest_prefix_then_default() {
-        let routes = Routes::new(Arc::new(Simulated::new(200)))
-            .route("+33", Arc::new(Named("fr")))
-            .route("+336", Arc::new(Named("fr-mobile")));
-        assert_eq!(routes.network_for("+33612345678"), "fr-mobile");
-        assert_eq!(routes.network_for("+33123456789"), "fr");
-        assert_eq!(routes.network_for("+447700900001"), "simulated");
-        assert!(
-            routes
-                .next_status("+33612345678", SmsStatus::Pending)
-                .is_none()
-        );
-        assert!(routes.next_status("+4412", SmsStatus::Pending).is_some());
+    fn name(routes: &Routes, to: &str) -> Option<String> {
+        routes.carrier_for(to).map(|c| c.name().to_owned())
     }
 
     #[test]
-    fn only_networks_without_io_answer_at_once() {
-        let routes = Routes::new(Arc::new(Simulated::new(200))).route("+33", Arc::new(Named("fr")));
-        let sms = |to: &str| OutboundSms {
-            sid: "abcd1234".into(),
-            from: "SMS".into(),
-            to: to.into(),
-            parts: vec!["one".into(), "two".into()],
-            encoding: dialtone_domain::sms::Encoding::Gsm,
-            flash: false,
-        };
-        assert!(routes.submit_now(&sms("+33612345678")).is_none());
-        let taken = routes.submit_now(&sms("+447700900555"));
-        assert_eq!(
-            taken.and_then(Result::ok).map(|a| a.message_ids),
-            Some(vec!["abcd1234-1".to_owned(), "abcd1234-2".to_owned()])
-        );
-        assert!(matches!(
-            routes.submit_now(&sms("+447700900003")),
-            Some(Err(Rejected {
-                permanent: true,
-                ..
-            }))
-        ));
+    fn longest_prefix_then_default() {
+        let routes = Routes::new(Some(Arc::new(Simulated::new(200))))
+            .route("+33", Arc::new(Named("fr")))
+            .route("+336", Arc::new(Named("fr-mobile")));
+        assert_eq!(name(&routes, "+33612345678").as_deref(), Some("fr-mobile"));
+        assert_eq!(name(&routes, "+33123456789").as_deref(), Some("fr"));
+        assert_eq!(name(&routes, "+447700900001").as_deref(), Some("simulated"));
+    }
+
+    #[test]
+    fn without_a_default_only_prefixes_route() {
+        let routes = Routes::new(None).route("+33", Arc::new(Named("fr")));
+        assert_eq!(name(&routes, "+33612345678").as_deref(), Some("fr"));
+        assert_eq!(name(&routes, "+447700900001"), None);
     }
 }

@@ -15,7 +15,7 @@
 
 use dialtone_domain::sms::SmsStatus;
 
-use crate::{Accepted, BoxFuture, Carrier, OutboundSms, Rejected};
+use crate::{Accepted, BoxFuture, Carrier, Instant, OutboundSms, Rejected};
 
 const MAGIC_PREFIX: &str = "+447700900";
 
@@ -70,20 +70,30 @@ impl Simulated {
     /// The network's answer to a submission: refused for `...003`, taken otherwise, with
     /// one message id per part.
     fn answer(&self, sms: &OutboundSms) -> Result<Accepted, Rejected> {
-        if magic(&sms.to) == Some("003") {
-            Err(Rejected {
-                permanent: true,
-                reason: "simulated: destination refused the message".to_owned(),
-            })
-        } else {
-            Ok(Accepted {
-                message_ids: (0..sms.parts.len())
-                    .map(|i| format!("{}-{}", sms.sid, i + 1))
-                    .collect(),
-                network: "simulated".to_owned(),
-            })
-        }
+        refusal(sms)?;
+        Ok(Accepted {
+            message_ids: (1..=sms.parts.len())
+                .map(|part| part_id(sms, part))
+                .collect(),
+            network: "simulated".to_owned(),
+        })
     }
+}
+
+/// The simulator's refusal of `...003`.
+fn refusal(sms: &OutboundSms) -> Result<(), Rejected> {
+    if magic(&sms.to) == Some("003") {
+        return Err(Rejected {
+            permanent: true,
+            reason: "simulated: destination refused the message".to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// The simulator's id of a part: the SMS's sid and the part's number.
+fn part_id(sms: &OutboundSms, part: usize) -> String {
+    format!("{}-{part}", sms.sid)
 }
 
 impl Carrier for Simulated {
@@ -91,8 +101,15 @@ impl Carrier for Simulated {
         "simulated"
     }
 
-    fn submit<'a>(&'a self, sms: &'a OutboundSms) -> BoxFuture<'a, Result<Accepted, Rejected>> {
-        Box::pin(std::future::ready(self.answer(sms)))
+    fn submit_part<'a>(
+        &'a self,
+        sms: &'a OutboundSms,
+        part: usize,
+        _until: Instant,
+    ) -> BoxFuture<'a, Result<String, Rejected>> {
+        Box::pin(std::future::ready(
+            refusal(sms).map(|()| part_id(sms, part)),
+        ))
     }
 
     fn submit_now(&self, sms: &OutboundSms) -> Option<Result<Accepted, Rejected>> {
@@ -172,16 +189,27 @@ mod tests {
             parts: vec!["a".into(), "b".into()],
             encoding: dialtone_domain::sms::Encoding::Gsm,
             flash: false,
+            reference: 7,
         };
-        let run = |s: OutboundSms| {
-            let fut = sim.submit(&s);
+        let run = |s: OutboundSms, part| {
+            let fut = sim.submit_part(&s, part, Instant::now());
             poll_ready(fut)
         };
-        assert!(run(sms("+447700900003")).unwrap_err().permanent);
+        assert!(run(sms("+447700900003"), 1).unwrap_err().permanent);
+        assert_eq!(run(sms("+447700900999"), 2).unwrap(), "abcdefgh-2");
         assert_eq!(
-            run(sms("+447700900999")).unwrap().message_ids,
-            ["abcdefgh-1", "abcdefgh-2"]
+            sim.submit_now(&sms("+447700900999"))
+                .and_then(Result::ok)
+                .map(|a| a.message_ids),
+            Some(vec!["abcdefgh-1".to_owned(), "abcdefgh-2".to_owned()])
         );
+        assert!(matches!(
+            sim.submit_now(&sms("+447700900003")),
+            Some(Err(Rejected {
+                permanent: true,
+                ..
+            }))
+        ));
     }
 
     fn poll_ready<T>(fut: BoxFuture<'_, T>) -> T {

@@ -6,8 +6,8 @@ mod smsc;
 
 use std::time::Duration;
 
+use dialtone_carrier::OutboundSms;
 use dialtone_carrier::smpp::{BindMode, CarrierEvent, Concatenation, Smpp, SmppConfig};
-use dialtone_carrier::{Carrier, OutboundSms};
 use dialtone_domain::sms::{Encoding, SmsStatus, layout};
 use smsc::{TestSmsc, WAIT};
 use tokio::sync::mpsc;
@@ -37,6 +37,7 @@ fn sms(to: &str, text: &str) -> OutboundSms {
         parts: l.parts,
         encoding: l.encoding,
         flash: false,
+        reference: 1,
     }
 }
 
@@ -142,7 +143,10 @@ async fn multipart_ucs2_with_udh_and_sar() {
     assert_eq!(out.parts.len(), 2);
     let a = smpp.submit(&out).await.unwrap();
     assert_eq!(a.message_ids.len(), 2);
-    let (p1, p2) = (smsc.expect("submit").await, smsc.expect("submit").await);
+    // The parts share the window: they may reach the SMSC in either order.
+    let mut seen = [smsc.expect("submit").await, smsc.expect("submit").await];
+    seen.sort_by_key(|p| p["sm"].as_str().unwrap()[10..12].to_owned());
+    let [p1, p2] = seen;
     assert_eq!(
         (p1["dc"].as_u64(), p1["esm"].as_u64()),
         (Some(8), Some(0x40))
@@ -150,8 +154,9 @@ async fn multipart_ucs2_with_udh_and_sar() {
     let h1 = p1["sm"].as_str().unwrap();
     let h2 = p2["sm"].as_str().unwrap();
     assert_eq!(&h1[..6], "050003");
+    assert_eq!(&h1[6..8], "01", "the SMS's reference");
     assert_eq!(&h1[8..12], "0201");
-    assert_eq!(&h2[8..12], "0202");
+    assert_eq!(&h2[6..12], "010202");
     assert_eq!(h1.len() / 2, 6 + 2 * 67, "67 UCS-2 units after the header");
     smpp.stop().await;
 
@@ -546,4 +551,115 @@ async fn tls_bind_with_a_private_ca() {
     assert_eq!(receipt(&mut rx).await.0, a.message_ids[0]);
     smpp.stop().await;
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The SMSC's `unbind` is answered with `unbind_resp` before the connection closes; the
+/// connector says why it went down and binds again.
+#[tokio::test]
+async fn unbind_from_the_smsc_is_answered() {
+    let tap = smsc::free_port();
+    let extra = ["--tap".to_owned(), tap.to_string()];
+    let Some(mut smsc) = TestSmsc::start_with(
+        "unbind_from_the_smsc_is_answered",
+        smsc::free_port(),
+        &extra,
+    )
+    .await
+    else {
+        return;
+    };
+    // Through the tap, which reports every PDU the connector writes.
+    let (smpp, _rx) = connect(config(tap)).await;
+    smsc.expect("bound").await;
+    smsc.send(serde_json::json!({"cmd": "unbind"})).await;
+    // On the wire: the unbind_resp, then the connection closes.
+    loop {
+        let seen = smsc.expect_any(&["esme-pdu", "esme-closed"]).await;
+        assert_ne!(seen["ev"], "esme-closed", "closed before the unbind_resp");
+        if seen["id"] == "0x80000006" {
+            break;
+        }
+    }
+    smsc.expect("esme-closed").await;
+    smsc.expect("unbind-answered").await;
+    smsc.expect("bound").await;
+    assert!(smpp.wait_bound(WAIT).await, "binds again");
+    let binds = smpp.binds();
+    assert_eq!(binds.len(), 1);
+    assert_eq!(binds[0].kind, "transceiver");
+    assert_eq!(
+        binds[0].last_error.as_deref(),
+        Some("unbound by the SMSC"),
+        "{binds:?}"
+    );
+    assert!(binds[0].bound && binds[0].last_error_at.is_some());
+    smpp.stop().await;
+}
+
+/// A bind that cannot be made says why, since when, and when it is tried again.
+#[tokio::test]
+async fn a_failed_bind_says_why_and_when_next() {
+    let port = smsc::free_port();
+    let mut c = config(port);
+    c.reconnect_min_ms = 5_000;
+    let (tx, _rx) = mpsc::channel(4);
+    let smpp = Smpp::start(c, tx);
+    let deadline = std::time::Instant::now() + WAIT;
+    let health = loop {
+        let h = smpp.binds().remove(0);
+        if h.last_error.is_some() {
+            break h;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the failure is recorded"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert!(!health.bound);
+    assert!(
+        health
+            .last_error
+            .as_deref()
+            .unwrap_or("")
+            .contains("connect"),
+        "{health:?}"
+    );
+    let (at, next) = (
+        health.last_error_at.unwrap(),
+        health.next_attempt_at.unwrap(),
+    );
+    assert!((4_000..=6_000).contains(&(next - at)), "{health:?}");
+    assert_eq!(health.failures, 1);
+    smpp.stop().await;
+}
+
+/// A national sender becomes E.164 with the connector's country, and stays as written
+/// without one (never a fake E.164 number).
+#[tokio::test]
+async fn national_senders_with_and_without_a_country() {
+    let Some(mut smsc) = TestSmsc::start("national_senders").await else {
+        return;
+    };
+    for (country, want) in [(Some("FR"), "+33699887707"), (None, "0699887707")] {
+        let mut c = config(smsc.port);
+        c.country = country.map(str::to_owned);
+        let (smpp, mut rx) = connect(c).await;
+        smsc.expect("bound").await;
+        for ton in [2, 0] {
+            smsc.send(serde_json::json!({"cmd": "mo", "from": "0699887707",
+                "to": "+447700900123", "text": "national", "from_ton": ton}))
+                .await;
+            match next_event(&mut rx).await {
+                CarrierEvent::Inbound { from, to, ack, .. } => {
+                    assert_eq!((from.as_str(), to.as_str()), (want, "+447700900123"));
+                    ack.accept();
+                }
+                other => panic!("expected an SMS, got {other:?}"),
+            }
+            smsc.expect("mo-part").await;
+        }
+        smpp.stop().await;
+        smsc.expect("unbound").await;
+    }
 }

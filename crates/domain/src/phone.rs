@@ -54,6 +54,25 @@ impl E164 {
         }
     }
 
+    /// A number written in `country`'s national form (`0699887707` in `FR`) as E.164
+    /// (`+33699887707`), when it is a valid number there. `country` is ISO 3166 alpha-2.
+    pub fn from_national(digits: &str, country: &str) -> Option<Self> {
+        let id: phonenumber::country::Id = country.to_ascii_uppercase().parse().ok()?;
+        let parsed = phonenumber::parse(Some(id), digits).ok()?;
+        // Validated by `parse`, which also knows the fictional ranges.
+        let e164 = parsed.format().mode(phonenumber::Mode::E164).to_string();
+        Self::parse(&e164).ok()
+    }
+
+    /// Whether `country` is an ISO 3166 alpha-2 code the numbering plan knows.
+    pub fn is_plan_country(country: &str) -> bool {
+        country.len() == 2
+            && country
+                .to_ascii_uppercase()
+                .parse::<phonenumber::country::Id>()
+                .is_ok()
+    }
+
     /// Wraps a value read back from the store.
     pub fn from_stored(text: String) -> Self {
         Self(text)
@@ -120,6 +139,22 @@ impl fmt::Display for E164 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn national_numbers_with_their_country() {
+        assert_eq!(
+            E164::from_national("0699887707", "FR").map(|n| n.as_str().to_owned()),
+            Some("+33699887707".to_owned())
+        );
+        assert_eq!(
+            E164::from_national("07700900123", "gb").map(|n| n.as_str().to_owned()),
+            Some("+447700900123".to_owned())
+        );
+        assert!(E164::from_national("0699887707", "ZZ").is_none());
+        assert!(E164::from_national("12", "FR").is_none());
+        assert!(E164::is_plan_country("FR"));
+        assert!(!E164::is_plan_country("XX"));
+    }
 
     #[test]
     fn accepts_valid_numbers() {

@@ -39,6 +39,12 @@ pub fn router(state: AppState) -> Router<AppState> {
             "/admin/smpp",
             get(crate::admin_smpp::list).post(crate::admin_smpp::add),
         )
+        .route("/admin/smpp/waiting", get(crate::admin_smpp::waiting))
+        .route(
+            "/admin/smpp/waiting/fail",
+            post(crate::admin_smpp::fail_waiting),
+        )
+        .route("/admin/smpp/receipts", get(crate::admin_smpp::receipts))
         .route("/admin/smpp/{name}", delete(crate::admin_smpp::remove))
         .route(
             "/admin/accounts/{sid}/senders",

@@ -44,7 +44,9 @@ impl Application {
         {
             config.public_url = Some(format!("http://{addr}"));
         }
-        let simulated = Arc::new(Simulated::new(config.sim_step_ms));
+        let simulated = config
+            .simulated_network
+            .then(|| Arc::new(Simulated::new(config.sim_step_ms)));
         let mut connectors: Vec<(SmppConfig, Source)> = config
             .smpp
             .iter()
@@ -58,9 +60,9 @@ impl Application {
             clock,
             config: Arc::new(config),
             metrics: Arc::new(Metrics::default()),
-            carrier: networks.clone(),
             networks,
-            simulated: Some(simulated),
+            simulated,
+            submissions: Default::default(),
             wake: Arc::new(tokio::sync::Notify::new()),
             sms_wake: Arc::new(tokio::sync::Notify::new()),
             sms_pacing: Default::default(),
@@ -133,6 +135,12 @@ impl Application {
                 tracing::warn!("background work still running at shutdown: left to its leases");
                 w.abort();
             }
+        }
+        // Submissions in progress settle (each answers within its lease; what does not is
+        // left to the lease).
+        let settled = self.state.submissions.settled();
+        if tokio::time::timeout(STOP_GRACE, settled).await.is_err() {
+            tracing::warn!("SMS submissions still running at shutdown: left to their leases");
         }
         // Unbind politely: the SMSCs keep what they have not delivered for the next bind.
         for (connector, _) in self.state.networks.connectors() {

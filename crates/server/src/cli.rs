@@ -55,6 +55,10 @@ pub struct Settings {
     /// Milliseconds between two SMS statuses on the simulated network [default: 200].
     #[arg(long, env = "DIALTONE_SIM_STEP", global = true)]
     pub sim_step: Option<i64>,
+    /// Run the simulated network and /sandbox; false: only SMPP connectors carry SMS and a
+    /// destination none routes is refused [default: true].
+    #[arg(long, env = "DIALTONE_SIMULATED_NETWORK", global = true)]
+    pub simulated_network: Option<bool>,
     /// Sender used when none is given and no number fits [default: +447700900000].
     #[arg(long, env = "DIALTONE_SHARED_SENDER", global = true)]
     pub shared_sender: Option<String>,
@@ -248,6 +252,9 @@ impl Settings {
         }
         if let Some(n) = self.db_connections.or(file.db_connections) {
             config.db_connections = n.clamp(1, 64);
+        }
+        if let Some(on) = self.simulated_network.or(file.simulated_network) {
+            config.simulated_network = on;
         }
         if let Some(step) = self.sim_step.or(file.sim_step_ms) {
             config.sim_step_ms = step.clamp(1, 3_600_000);

@@ -47,6 +47,9 @@ pub struct Config {
     pub public_url: Option<String>,
     /// Load the built-in fictional number inventory when the inventory is empty.
     pub default_inventory: bool,
+    /// Run the simulated network (and `/sandbox`); off, only connectors carry SMS, and a
+    /// destination no connector routes is refused.
+    pub simulated_network: bool,
     /// Milliseconds between two statuses of an SMS on the simulated network.
     pub sim_step_ms: i64,
     /// Sender used when none is given and the account has no number in the destination's
@@ -96,6 +99,8 @@ pub struct FileConfig {
     pub log_format: Option<LogFormat>,
     /// See [`Config::db_connections`].
     pub db_connections: Option<usize>,
+    /// See [`Config::simulated_network`].
+    pub simulated_network: Option<bool>,
     /// See [`Config::sim_step_ms`].
     pub sim_step_ms: Option<i64>,
     /// See [`Config::shared_sender`].
@@ -154,6 +159,7 @@ impl Config {
             run_workers: true,
             public_url: None,
             default_inventory: true,
+            simulated_network: true,
             sim_step_ms: 200,
             shared_sender: "+447700900000".to_owned(),
             stop_number: "+447700900000".to_owned(),

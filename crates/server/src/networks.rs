@@ -1,13 +1,21 @@
-//! The networks SMS leave through: the simulated network, and the SMPP connectors of the
-//! configuration file and of `/admin`, routed by destination prefix. Connectors can be added
-//! and removed while the server runs; a submission in progress keeps the routes it began with.
+//! The networks SMS leave through: the simulated network (unless the operator turned it
+//! off), and the SMPP connectors of the configuration file and of `/admin`, routed by
+//! destination prefix. Connectors can be added and removed while the server runs.
+//!
+//! An SMS keeps the network it was routed to when it was accepted (`sms.carrier`). While
+//! that network runs, the SMS goes there; when it is gone (a connector removed), the SMS is
+//! routed again, to connectors only: it waits, visible to the operator, until a connector
+//! routes its destination, and is never handed to the simulated network, which would report
+//! it delivered by a network that never took it.
 
 use std::sync::{Arc, RwLock};
 
 use dialtone_carrier::smpp::{CarrierEvent, Smpp, SmppConfig};
-use dialtone_carrier::{Accepted, BoxFuture, Carrier, OutboundSms, Rejected, Routes, Simulated};
-use dialtone_domain::sms::SmsStatus;
+use dialtone_carrier::{Carrier, Routes, Simulated};
 use tokio::sync::mpsc;
+
+/// The name the simulated network carries SMS under.
+pub const SIMULATED: &str = "simulated";
 
 /// Where a connector's configuration comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,33 +38,36 @@ impl Source {
 
 struct Current {
     connectors: Vec<(Smpp, Source)>,
-    routes: Arc<Routes>,
+    /// Connectors by prefix, with the default connector, else the simulated network.
+    routes: Routes,
+    /// Connectors by prefix, with the default connector only.
+    real_routes: Routes,
 }
 
-/// Every network, routed; the server's [`Carrier`].
+/// Every network, routed.
 pub struct Networks {
-    simulated: Arc<Simulated>,
+    simulated: Option<Arc<Simulated>>,
     events: mpsc::Sender<CarrierEvent>,
     current: RwLock<Current>,
 }
 
 impl Networks {
-    /// Starts the connectors of `configs`; their receipts and inbound SMS arrive on the
-    /// receiver.
+    /// Starts the connectors of `configs` beside the simulated network (None: turned off);
+    /// their receipts and inbound SMS arrive on the receiver.
     pub fn start(
         configs: &[(SmppConfig, Source)],
-        simulated: Arc<Simulated>,
+        simulated: Option<Arc<Simulated>>,
     ) -> (Arc<Self>, mpsc::Receiver<CarrierEvent>) {
         let (events, rx) = mpsc::channel(1024);
         let connectors: Vec<(Smpp, Source)> = configs
             .iter()
             .map(|(c, source)| (Smpp::start(c.clone(), events.clone()), *source))
             .collect();
-        let routes = routes(&connectors, &simulated);
+        let current = current(connectors, simulated.as_ref());
         let networks = Arc::new(Self {
             simulated,
             events,
-            current: RwLock::new(Current { connectors, routes }),
+            current: RwLock::new(current),
         });
         (networks, rx)
     }
@@ -67,6 +78,38 @@ impl Networks {
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Current> {
         self.current.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The simulated network, when it is on.
+    pub fn simulated(&self) -> Option<&Arc<Simulated>> {
+        self.simulated.as_ref()
+    }
+
+    /// The name of the network a new SMS to `to` is routed to; None when no network
+    /// carries that destination (no connector routes it and the simulated network is off).
+    pub fn network_for(&self, to: &str) -> Option<String> {
+        self.read()
+            .routes
+            .carrier_for(to)
+            .map(|c| c.name().to_owned())
+    }
+
+    /// The running network named `name`.
+    pub fn carrier(&self, name: &str) -> Option<Arc<dyn Carrier>> {
+        if name == SIMULATED {
+            return self.simulated.clone().map(|s| -> Arc<dyn Carrier> { s });
+        }
+        self.connector(name)
+            .map(|c| -> Arc<dyn Carrier> { Arc::new(c) })
+    }
+
+    /// The connector that routes `to` now (its prefix, or the default connector); never the
+    /// simulated network.
+    pub fn connector_for(&self, to: &str) -> Option<String> {
+        self.read()
+            .real_routes
+            .carrier_for(to)
+            .map(|c| c.name().to_owned())
     }
 
     /// The running connectors and where each comes from.
@@ -95,64 +138,50 @@ impl Networks {
     /// Starts one more connector and routes to it.
     pub fn add(&self, config: SmppConfig, source: Source) -> Smpp {
         let smpp = Smpp::start(config, self.events.clone());
-        let mut current = self.write();
-        current.connectors.push((smpp.clone(), source));
-        current.routes = routes(&current.connectors, &self.simulated);
+        let mut guard = self.write();
+        let mut connectors = std::mem::take(&mut guard.connectors);
+        connectors.push((smpp.clone(), source));
+        *guard = current(connectors, self.simulated.as_ref());
         smpp
     }
 
-    /// Stops routing to the connector named `name` and unbinds it; the connector, if any.
+    /// Stops routing to the connector named `name`; the connector, if any (the caller
+    /// unbinds it).
     pub fn remove(&self, name: &str) -> Option<Smpp> {
-        let mut current = self.write();
-        let index = current
+        let mut guard = self.write();
+        let index = guard
             .connectors
             .iter()
             .position(|(c, _)| c.config().name == name)?;
-        let (smpp, _) = current.connectors.remove(index);
-        current.routes = routes(&current.connectors, &self.simulated);
+        let mut connectors = std::mem::take(&mut guard.connectors);
+        let (smpp, _) = connectors.remove(index);
+        *guard = current(connectors, self.simulated.as_ref());
         Some(smpp)
     }
-
-    fn routes(&self) -> Arc<Routes> {
-        self.read().routes.clone()
-    }
 }
 
-/// Prefix routes to the connectors; the default connector, else the simulated network, for
-/// the rest.
-fn routes(connectors: &[(Smpp, Source)], simulated: &Arc<Simulated>) -> Arc<Routes> {
-    let default: Arc<dyn Carrier> = match connectors.iter().find(|(c, _)| c.config().default) {
-        Some((c, _)) => Arc::new(c.clone()),
-        None => simulated.clone(),
-    };
-    let mut routes = Routes::new(default);
-    for (c, _) in connectors {
-        for prefix in &c.config().prefixes {
-            routes = routes.route(prefix, Arc::new(c.clone()));
+/// The routes of `connectors`: by prefix, then the default connector; the simulated network
+/// for the rest when it is on.
+fn current(connectors: Vec<(Smpp, Source)>, simulated: Option<&Arc<Simulated>>) -> Current {
+    let default: Option<Arc<dyn Carrier>> = connectors
+        .iter()
+        .find(|(c, _)| c.config().default)
+        .map(|(c, _)| -> Arc<dyn Carrier> { Arc::new(c.clone()) });
+    let with_prefixes = |default: Option<Arc<dyn Carrier>>| {
+        let mut routes = Routes::new(default);
+        for (c, _) in &connectors {
+            for prefix in &c.config().prefixes {
+                routes = routes.route(prefix, Arc::new(c.clone()));
+            }
         }
-    }
-    Arc::new(routes)
-}
-
-impl Carrier for Networks {
-    fn name(&self) -> &str {
-        "networks"
-    }
-
-    fn network_for(&self, to: &str) -> String {
-        self.routes().network_for(to)
-    }
-
-    fn submit<'a>(&'a self, sms: &'a OutboundSms) -> BoxFuture<'a, Result<Accepted, Rejected>> {
-        let routes = self.routes();
-        Box::pin(async move { routes.submit(sms).await })
-    }
-
-    fn submit_now(&self, sms: &OutboundSms) -> Option<Result<Accepted, Rejected>> {
-        self.routes().submit_now(sms)
-    }
-
-    fn next_status(&self, to: &str, current: SmsStatus) -> Option<(SmsStatus, i64)> {
-        self.routes().next_status(to, current)
+        routes
+    };
+    let real_routes = with_prefixes(default.clone());
+    let fallback = default.or_else(|| simulated.cloned().map(|s| -> Arc<dyn Carrier> { s }));
+    let routes = with_prefixes(fallback);
+    Current {
+        connectors,
+        routes,
+        real_routes,
     }
 }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use dialtone_carrier::{Carrier, Simulated};
+use dialtone_carrier::Simulated;
 use dialtone_domain::Clock;
 use dialtone_store::Store;
 use tokio::sync::Notify;
@@ -40,12 +40,13 @@ pub struct Shared {
     pub config: Arc<Config>,
     /// Prometheus metrics.
     pub metrics: Arc<Metrics>,
-    /// The network outbound SMS leave through.
-    pub carrier: Arc<dyn Carrier>,
-    /// The networks behind `carrier`: the SMPP connectors and their routes.
+    /// The networks SMS leave through: the SMPP connectors, their routes, and the simulated
+    /// network.
     pub networks: Arc<crate::networks::Networks>,
-    /// The simulated network, when it is the one in use (enables `/sandbox`).
+    /// The simulated network, unless the operator turned it off (enables `/sandbox`).
     pub simulated: Option<Arc<Simulated>>,
+    /// The SMS submissions to real networks running on this node.
+    pub submissions: crate::sms::submission::InFlight,
     /// Wakes the background workers when new work is committed.
     pub wake: Arc<Notify>,
     /// Wakes the SMS worker when an SMS to send is committed.

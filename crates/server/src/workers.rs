@@ -38,6 +38,7 @@ async fn tick_but_sms(state: &AppState) -> anyhow::Result<usize> {
     let runs = crate::scenarios::worker::tick(state).await?;
     let tasks = crate::tasks::tick(state).await?;
     let converted = crate::media::conversion::tick(state).await?;
+    let receipts = crate::sms::receipts::sweep(state).await?;
     // Housekeeping, not a hot path: expired keys are refused by `begin` anyway, so the purge
     // runs at most once a minute instead of on every tick.
     let minute = now.millis() / 60_000;
@@ -49,7 +50,7 @@ async fn tick_but_sms(state: &AppState) -> anyhow::Result<usize> {
             .write(move |c| dialtone_store::idempotency::purge(c, now, BATCH))
             .await?
     };
-    Ok(expired + fees + delivered + runs + tasks + converted + forgotten as usize)
+    Ok(expired + fees + delivered + runs + tasks + converted + receipts + forgotten as usize)
 }
 
 /// Runs the background work until `shutdown` is cancelled: the SMS worker and the other

@@ -35,7 +35,9 @@ pub struct Due {
 }
 
 /// Claims up to `limit` deliveries due at `now`, leasing them for `lease_ms` so no other
-/// worker takes them meanwhile.
+/// worker takes them meanwhile. A delivery with an order key waits while an earlier one of
+/// the same key is pending (claimed or waiting for a retry): the events of one SMS reach a
+/// subscriber in order.
 pub fn claim(
     conn: &mut dyn Conn,
     now: Timestamp,
@@ -51,7 +53,10 @@ pub fn claim(
             "SELECT d.id, d.endpoint, d.next_try, w.sid, w.status, w.hmac_secret, COALESCE(w.hmac_algo, 'SHA256'), \
              e.event_id, e.type, e.data, e.created \
              FROM deliveries d JOIN events e ON e.id = d.event_id LEFT JOIN webhooks w ON w.id = d.webhook_id \
-             WHERE d.next_at IS NOT NULL AND d.next_at <= $1 ORDER BY d.next_at LIMIT {limit}{lock}"
+             WHERE d.next_at IS NOT NULL AND d.next_at <= $1 \
+             AND (d.order_key IS NULL OR NOT EXISTS (SELECT 1 FROM deliveries p \
+                  WHERE p.order_key = d.order_key AND p.status = 'pending' AND p.id < d.id)) \
+             ORDER BY d.next_at LIMIT {limit}{lock}"
         ),
         params![now],
     )?;

@@ -102,6 +102,7 @@ struct Queued {
     event_type: &'static str,
     data: String,
     extra_endpoint: Option<String>,
+    order: Option<String>,
     created: Timestamp,
 }
 
@@ -119,12 +120,17 @@ pub struct Outbox {
 impl Outbox {
     /// Queues an event of `event_type` for the account, also to be delivered to
     /// `extra_endpoint`; returns its id. It is written by [`Outbox::flush`].
+    ///
+    /// Events pushed with the same `order` key (the SMS they are about) reach each
+    /// destination one after the other: a delivery waits while an earlier one of the same key
+    /// to the same destination is still pending (neither delivered nor dead).
     pub fn push(
         &mut self,
         account_id: i64,
         event_type: &'static str,
         data: String,
         extra_endpoint: Option<&str>,
+        order: Option<&str>,
         now: Timestamp,
     ) -> String {
         let event_id = new_event_id();
@@ -134,6 +140,7 @@ impl Outbox {
             event_type,
             data,
             extra_endpoint: extra_endpoint.map(str::to_owned),
+            order: order.map(str::to_owned),
             created: now,
         });
         event_id
@@ -171,18 +178,22 @@ impl Outbox {
                 slot.insert(subscriptions(conn, e.account_id, e.event_type)?);
             }
         }
-        // (account, event, webhook, endpoint, created) of every delivery to make.
-        let mut deliveries: Vec<(i64, i64, Option<i64>, &str, Timestamp)> = Vec::new();
+        // (account, event, webhook, endpoint, order key, created) of every delivery to make.
+        type NewDelivery<'a> = (i64, i64, Option<i64>, &'a str, Option<String>, Timestamp);
+        let mut deliveries: Vec<NewDelivery<'_>> = Vec::new();
         for e in &queued {
             let id = *ids
                 .get(e.event_id.as_str())
                 .ok_or_else(|| DbError::Other("an event insert wrote no row".to_owned()))?;
             let key = (e.account_id, e.event_type);
             for (hook, endpoint) in self.hooks.get(&key).into_iter().flatten() {
-                deliveries.push((e.account_id, id, Some(*hook), endpoint, e.created));
+                let order = e.order.as_ref().map(|o| format!("{o}/{hook}"));
+                deliveries.push((e.account_id, id, Some(*hook), endpoint, order, e.created));
             }
             if let Some(endpoint) = &e.extra_endpoint {
-                deliveries.push((e.account_id, id, None, endpoint, e.created));
+                // One extra endpoint per key (an SMS's own webhook).
+                let order = e.order.as_ref().map(|o| format!("{o}/own"));
+                deliveries.push((e.account_id, id, None, endpoint, order, e.created));
             }
         }
         let items = [
@@ -195,14 +206,15 @@ impl Outbox {
             Item::Param,
             Item::Param,
             Item::Param,
+            Item::Param,
         ];
         for chunk in row_chunks(&deliveries) {
             let sql = format!(
-                "INSERT INTO deliveries (account_id, event_id, webhook_id, endpoint, next_try, status, next_at, created, updated) VALUES {}",
+                "INSERT INTO deliveries (account_id, event_id, webhook_id, endpoint, next_try, status, next_at, created, updated, order_key) VALUES {}",
                 values_list(chunk.len(), &items)
             );
-            let mut params = Vec::with_capacity(chunk.len() * 7);
-            for (account, event, hook, endpoint, at) in chunk {
+            let mut params = Vec::with_capacity(chunk.len() * 8);
+            for (account, event, hook, endpoint, order, at) in chunk {
                 params.extend([
                     (*account).into(),
                     (*event).into(),
@@ -211,6 +223,7 @@ impl Outbox {
                     (*at).into(),
                     (*at).into(),
                     (*at).into(),
+                    order.clone().map_or(crate::sql::Value::Null, Into::into),
                 ]);
             }
             conn.execute(&sql, &params)?;

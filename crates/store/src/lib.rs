@@ -25,6 +25,7 @@ pub mod recordings;
 pub mod runs;
 pub mod scenarios;
 pub mod search;
+pub mod smpp_receipts;
 pub mod sms;
 pub mod sms_parts;
 pub mod sql;

@@ -42,6 +42,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(14, "0014_idempotency_committed"),
     migration!(15, "0015_hot_paths"),
     migration!(16, "0016_auth_version"),
+    migration!(17, "0017_smpp_receipts"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

@@ -206,6 +206,22 @@ pub fn by_id(conn: &mut dyn Conn, id: i64) -> Result<Option<Sms>, DbError> {
     .transpose()
 }
 
+/// An SMS by its internal key, locked until the transaction ends (on PostgreSQL; SQLite's
+/// single writer serialises anyway): what moves an SMS outside the worker's claim (a
+/// receipt, the end of a submission) reads it so, and so sees the other's move.
+pub fn by_id_locked(conn: &mut dyn Conn, id: i64) -> Result<Option<Sms>, DbError> {
+    let lock = match conn.dialect() {
+        Dialect::Postgres => " FOR UPDATE",
+        Dialect::Sqlite => "",
+    };
+    conn.query_opt(
+        &format!("SELECT {COLUMNS} FROM sms WHERE id = $1{lock}"),
+        params![id],
+    )?
+    .map(|r| from_row(&r))
+    .transpose()
+}
+
 /// One status move.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StatusChange {
@@ -306,6 +322,51 @@ pub fn write_states(conn: &mut dyn Conn, states: &[StateWrite]) -> Result<(), Db
         }
         conn.execute(&sql, &params)?;
     }
+    Ok(())
+}
+
+/// Outbound SMS no network has taken yet (`created` or `pending`), by the network they are
+/// routed to: (network, how many, the oldest's creation).
+pub fn unsent_by_network(conn: &mut dyn Conn) -> Result<Vec<(String, i64, Timestamp)>, DbError> {
+    conn.query(
+        "SELECT carrier, count(*), min(created) FROM sms \
+         WHERE next_at IS NOT NULL AND status IN ('created', 'pending') \
+         GROUP BY carrier ORDER BY carrier",
+        params![],
+    )?
+    .iter()
+    .map(|r| Ok((r.text(0)?, r.int(1)?, r.timestamp(2)?)))
+    .collect()
+}
+
+/// Up to `limit` outbound SMS routed to `network` that no network has taken yet.
+pub fn unsent_of_network(
+    conn: &mut dyn Conn,
+    network: &str,
+    limit: i64,
+) -> Result<Vec<Sms>, DbError> {
+    conn.query(
+        &format!(
+            "SELECT {COLUMNS} FROM sms WHERE next_at IS NOT NULL AND status IN ('created', 'pending') \
+             AND carrier = $1 ORDER BY id LIMIT {limit}{}",
+            match conn.dialect() {
+                Dialect::Postgres => " FOR UPDATE",
+                Dialect::Sqlite => "",
+            }
+        ),
+        params![network],
+    )?
+    .iter()
+    .map(from_row)
+    .collect()
+}
+
+/// Moves an SMS to another network (its own is gone).
+pub fn set_carrier(conn: &mut dyn Conn, id: i64, carrier: &str) -> Result<(), DbError> {
+    conn.execute(
+        "UPDATE sms SET carrier = $1 WHERE id = $2",
+        params![carrier, id],
+    )?;
     Ok(())
 }
 

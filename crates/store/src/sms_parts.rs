@@ -37,26 +37,38 @@ fn from_row(r: &Row) -> Result<SmsPart, DbError> {
 
 const COLUMNS: &str = "id, sms_id, part, message_id, status, detail";
 
-/// Records the parts `network` took for an SMS, in order.
+/// Records that `network` took part `part` (1-based) of an SMS under `message_key` (the
+/// network's id as keys are written: see the carrier's `receipt::id_key`); false when that
+/// part was recorded already.
 pub fn insert(
     conn: &mut dyn Conn,
     sms_id: i64,
     network: &str,
-    message_ids: &[String],
+    part: i64,
+    message_key: &str,
     now: Timestamp,
-) -> Result<(), DbError> {
-    for (i, id) in message_ids.iter().enumerate() {
-        conn.execute(
-            "INSERT INTO sms_parts (network, message_id, sms_id, part, status, updated) \
-             VALUES ($1, $2, $3, $4, 'sent', $5)",
-            params![network, id.to_ascii_lowercase(), sms_id, i as i64 + 1, now],
-        )?;
-    }
-    Ok(())
+) -> Result<bool, DbError> {
+    let n = conn.execute(
+        "INSERT INTO sms_parts (network, message_id, sms_id, part, status, updated) \
+         VALUES ($1, $2, $3, $4, 'sent', $5) ON CONFLICT (sms_id, part) DO NOTHING",
+        params![network, message_key, sms_id, part, now],
+    )?;
+    Ok(n > 0)
 }
 
-/// The part a receipt names: the first of `forms` (the id as written, then its other
-/// forms) that `network` gave; the most recent part when a network reused an id.
+/// The parts of an SMS already taken by a network (1-based), in order.
+pub fn taken(conn: &mut dyn Conn, sms_id: i64) -> Result<Vec<i64>, DbError> {
+    conn.query(
+        "SELECT part FROM sms_parts WHERE sms_id = $1 ORDER BY part",
+        params![sms_id],
+    )?
+    .iter()
+    .map(|r| r.int(0))
+    .collect()
+}
+
+/// The part a receipt names: the first of `forms` (the id's key, then its other forms) that
+/// `network` gave; the most recent part when a network reused an id.
 pub fn find(
     conn: &mut dyn Conn,
     network: &str,
@@ -90,6 +102,16 @@ pub fn set_status(
         params![status, detail, now, id],
     )?;
     Ok(())
+}
+
+/// Part `part` (1-based) of an SMS, when a network took it.
+pub fn get(conn: &mut dyn Conn, sms_id: i64, part: i64) -> Result<Option<SmsPart>, DbError> {
+    conn.query_opt(
+        &format!("SELECT {COLUMNS} FROM sms_parts WHERE sms_id = $1 AND part = $2"),
+        params![sms_id, part],
+    )?
+    .map(|r| from_row(&r))
+    .transpose()
 }
 
 /// Every part of an SMS, in order.

@@ -80,7 +80,16 @@ pub struct SmppConfig {
     /// Carries every destination no connector's prefix matches.
     #[serde(default)]
     pub default: bool,
+    /// The country (ISO 3166 alpha-2, such as `FR`) of the national numbers this SMSC
+    /// delivers (TON national, or unknown with a leading zero): they become E.164 with it.
+    /// Without it such numbers are kept as the SMSC wrote them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub country: Option<String>,
 }
+
+/// The longest wait for a response: the platform leases an SMS for 30 s while it is
+/// submitted, and a part must be sent and answered within the lease.
+pub const MAX_RESPONSE_TIMEOUT_MS: u64 = 20_000;
 
 fn default_throughput() -> u32 {
     50
@@ -123,6 +132,7 @@ impl SmppConfig {
             reconnect_max_ms: default_reconnect_max(),
             prefixes: Vec::new(),
             default: false,
+            country: None,
         }
     }
 
@@ -155,6 +165,18 @@ impl SmppConfig {
         }
         if self.response_timeout_ms == 0 || self.enquire_link_secs == 0 {
             return Err(format!("SMPP connector {name}: timers must be positive"));
+        }
+        if self.response_timeout_ms > MAX_RESPONSE_TIMEOUT_MS {
+            return Err(format!(
+                "SMPP connector {name}: response_timeout_ms is at most {MAX_RESPONSE_TIMEOUT_MS}"
+            ));
+        }
+        if let Some(country) = &self.country
+            && !dialtone_domain::E164::is_plan_country(country)
+        {
+            return Err(format!(
+                "SMPP connector {name}: country {country:?} is not an ISO 3166 alpha-2 code of the numbering plan"
+            ));
         }
         if let Some(p) = self
             .prefixes

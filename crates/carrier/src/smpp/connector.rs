@@ -1,28 +1,38 @@
 //! A connector: its binds kept up (reconnecting with backoff), its `submit_sm` paced by
-//! throughput and window, and the `deliver_sm` of its sessions turned into events.
+//! throughput, window and the SMSC's throttling, and the `deliver_sm` of its sessions turned
+//! into events.
+//!
+//! Every connector paces and waits on its own: a slow or silent SMSC holds up only the parts
+//! submitted to it, each of which gives up (refused for now) by the deadline its caller set.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use rusmpp::pdus::SubmitSm;
 use rusmpp::{CommandStatus, Pdu};
-use tokio::sync::{Mutex, Semaphore, mpsc, watch};
+use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::CarrierEvent;
 use super::config::{BindMode, SmppConfig};
+use super::health::{BindHealth, Health};
+use super::pacing::Pacer;
 use super::session::{BindKind, Delivery, Session};
-use super::submit::{self, is_transient};
+use super::submit::{self, Refusal};
 use crate::{Accepted, BoxFuture, Carrier, OutboundSms, Rejected};
 
-/// Most time an SMS may wait for its throughput slot before it is refused for now: past
-/// this it waits in the database instead, well inside the worker's 30 s lease.
+/// Most time a part may wait for its throughput slot before it is refused for now: past
+/// this it waits in the database instead.
 const MAX_BACKLOG: Duration = Duration::from_secs(15);
 
-/// Tries of one part refused for now (throttled, queue full) before the SMS waits for the
-/// worker's next round.
+/// Most parts waiting in one connector at once (for the window, a slot or an answer);
+/// more are refused for now and wait in the database.
+const MAX_QUEUED: usize = 10_000;
+
+/// Tries of one part the SMSC cannot take now (queue full, system error) before it is
+/// refused for now; throttled parts are tried again at the connector's slower pace until
+/// their deadline instead.
 const PART_TRIES: u32 = 4;
 
 /// An SMPP connector; cheap to clone.
@@ -38,30 +48,29 @@ struct Inner {
     /// Whether the session deliveries come through is bound.
     receiver: watch::Sender<bool>,
     window: Semaphore,
-    /// When the next `submit_sm` may leave.
-    next_slot: Mutex<Instant>,
-    reference: AtomicU8,
+    pacer: Pacer,
     /// Parts of the submissions in progress (waiting for the window, a slot or an answer).
     queued: AtomicUsize,
+    /// Each bind's state, for the operator.
+    health: Vec<(BindKind, Health)>,
     stop: CancellationToken,
 }
 
-/// Counts a submission's parts as queued while it lasts.
+/// Counts a part as queued while it lasts.
 struct Queued<'a> {
     inner: &'a Inner,
-    parts: usize,
 }
 
 impl<'a> Queued<'a> {
-    fn join(inner: &'a Inner, parts: usize) -> Self {
-        inner.queued.fetch_add(parts, Ordering::Relaxed);
-        Self { inner, parts }
+    fn join(inner: &'a Inner) -> (Self, usize) {
+        let now = inner.queued.fetch_add(1, Ordering::Relaxed) + 1;
+        (Self { inner }, now)
     }
 }
 
 impl Drop for Queued<'_> {
     fn drop(&mut self) {
-        self.inner.queued.fetch_sub(self.parts, Ordering::Relaxed);
+        self.inner.queued.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -78,28 +87,28 @@ impl Smpp {
     /// Starts the connector's binds in the background (on the current tokio runtime);
     /// receipts and inbound SMS arrive on `events`.
     pub fn start(config: SmppConfig, events: mpsc::Sender<CarrierEvent>) -> Self {
+        let kinds: &[BindKind] = match config.bind {
+            BindMode::Transceiver => &[BindKind::Transceiver],
+            BindMode::TransmitterReceiver => &[BindKind::Transmitter, BindKind::Receiver],
+        };
         let inner = Arc::new(Inner {
             window: Semaphore::new(config.window.max(1) as usize),
             transmitter: watch::channel(None).0,
             receiver: watch::channel(false).0,
-            next_slot: Mutex::new(Instant::now()),
-            reference: AtomicU8::new(0),
+            pacer: Pacer::new(config.throughput),
             queued: AtomicUsize::new(0),
+            health: kinds.iter().map(|&k| (k, Health::new(k.name()))).collect(),
             stop: CancellationToken::new(),
             config,
         });
         let (deliveries, deliveries_rx) = mpsc::channel(256);
         tokio::spawn(super::delivery::receive_loop(
-            inner.config.name.clone(),
+            inner.config.clone(),
             deliveries_rx,
             events,
         ));
-        let kinds: &[BindKind] = match inner.config.bind {
-            BindMode::Transceiver => &[BindKind::Transceiver],
-            BindMode::TransmitterReceiver => &[BindKind::Transmitter, BindKind::Receiver],
-        };
-        for &kind in kinds {
-            tokio::spawn(keep_bound(inner.clone(), kind, deliveries.clone()));
+        for (index, _) in inner.health.iter().enumerate() {
+            tokio::spawn(keep_bound(inner.clone(), index, deliveries.clone()));
         }
         Self { inner }
     }
@@ -111,16 +120,27 @@ impl Smpp {
 
     /// Whether submits can leave now.
     pub fn is_bound(&self) -> bool {
-        self.inner
-            .transmitter
-            .borrow()
-            .as_ref()
-            .is_some_and(|s| !s.is_closed())
+        self.session().is_some()
     }
 
     /// Whether deliveries can arrive now.
     pub fn is_receiving(&self) -> bool {
         *self.inner.receiver.borrow()
+    }
+
+    /// Each bind's state: up or down, the last error, the next attempt.
+    pub fn binds(&self) -> Vec<BindHealth> {
+        self.inner.health.iter().map(|(_, h)| h.get()).collect()
+    }
+
+    /// Parts waiting in the connector now (for the window, a slot or an answer).
+    pub fn queued(&self) -> usize {
+        self.inner.queued.load(Ordering::Relaxed)
+    }
+
+    /// The gap the SMSC's throttling adds between two submits now (zero: none).
+    pub fn throttle(&self) -> Duration {
+        self.inner.pacer.throttle()
     }
 
     /// Waits until the submit bind is up, at most `timeout`; whether it is.
@@ -139,118 +159,115 @@ impl Smpp {
         }
     }
 
-    async fn submit_parts(&self, sms: &OutboundSms) -> Result<Accepted, Rejected> {
-        let transient = |reason: String| Rejected {
-            permanent: false,
-            reason,
-        };
-        let session = self
-            .inner
-            .transmitter
-            .borrow()
-            .clone()
-            .filter(|s| !s.is_closed())
-            .ok_or_else(|| transient(format!("{}: bind down", self.inner.config.name)))?;
-        let reference = self.inner.reference.fetch_add(1, Ordering::Relaxed);
-        let pdus = submit::pdus(&self.inner.config, sms, reference).map_err(|reason| Rejected {
-            permanent: true,
-            reason,
-        })?;
-        let _queued = Queued::join(&self.inner, pdus.len());
-        if self.backlog() > MAX_BACKLOG {
-            return Err(transient(format!(
-                "{}: throughput limit reached, later",
-                self.inner.config.name
-            )));
-        }
-        let mut ids = Vec::with_capacity(pdus.len());
-        for pdu in pdus {
-            ids.push(self.submit_one(&session, pdu).await?);
-        }
+    /// Submits every part of `sms` at once (they share the window), answered within a
+    /// minute: the message ids in part order, or the first refusal. The platform submits
+    /// part by part through [`Carrier::submit_part`]; this is for tools and tests.
+    pub async fn submit(&self, sms: &OutboundSms) -> Result<Accepted, Rejected> {
+        let until = Instant::now() + Duration::from_secs(60);
+        let parts = (1..=sms.parts.len()).map(|part| self.submit_one(sms, part, until));
+        let message_ids = futures_util::future::try_join_all(parts).await?;
         Ok(Accepted {
-            message_ids: ids,
+            message_ids,
             network: self.inner.config.name.clone(),
         })
     }
 
-    /// Submits one part, retrying a few times what the SMSC refuses for now.
-    async fn submit_one(&self, session: &Session, pdu: SubmitSm) -> Result<String, Rejected> {
+    fn session(&self) -> Option<Arc<Session>> {
+        self.inner
+            .transmitter
+            .borrow()
+            .clone()
+            .filter(|s| !s.is_closed())
+    }
+
+    fn refused_for_now(&self, why: impl std::fmt::Display) -> Rejected {
+        Rejected {
+            permanent: false,
+            reason: format!("{}: {why}", self.inner.config.name),
+        }
+    }
+
+    /// Submits one part: waits for the window and a slot, sends, and sends again what the
+    /// SMSC refuses for now (throttled: at the slower pace, until the deadline; otherwise a
+    /// few times). Answers by `until`.
+    async fn submit_one(
+        &self,
+        sms: &OutboundSms,
+        part: usize,
+        until: Instant,
+    ) -> Result<String, Rejected> {
         let config = &self.inner.config;
+        let pdu = submit::pdu(config, sms, part).map_err(|reason| Rejected {
+            permanent: true,
+            reason,
+        })?;
+        let (_queued, waiting) = Queued::join(&self.inner);
+        if waiting > MAX_QUEUED {
+            return Err(self.refused_for_now("too many parts waiting, later"));
+        }
+        if self.backlog(waiting) > MAX_BACKLOG {
+            return Err(self.refused_for_now("throughput limit reached, later"));
+        }
+        // The last instant a part may leave and still be answered by `until`.
+        let send_by = until
+            .checked_sub(config.response_timeout())
+            .unwrap_or_else(Instant::now);
+        let mut later_tries = 0;
         let mut wait = Duration::from_millis(100);
-        for attempt in 1..=PART_TRIES {
-            let resp = {
-                let _permit = self.inner.window.acquire().await.map_err(|_| Rejected {
-                    permanent: false,
-                    reason: "connector stopped".into(),
-                })?;
-                self.pace().await;
-                session
-                    .request(Pdu::SubmitSm(pdu.clone()), config.response_timeout())
-                    .await
+        loop {
+            let session = self
+                .session()
+                .ok_or_else(|| self.refused_for_now("bind down"))?;
+            let permit = match tokio::time::timeout_at(send_by, self.inner.window.acquire()).await {
+                Ok(Ok(permit)) => permit,
+                Ok(Err(_)) => return Err(self.refused_for_now("connector stopped")),
+                Err(_) => return Err(self.refused_for_now("window full until the deadline")),
             };
-            let resp = resp.map_err(|e| Rejected {
-                permanent: false,
-                reason: format!("{}: {e}", config.name),
-            })?;
+            let slot = self
+                .inner
+                .pacer
+                .reserve(send_by)
+                .ok_or_else(|| self.refused_for_now("no send slot before the deadline"))?;
+            tokio::time::sleep_until(slot).await;
+            let deadline = (Instant::now() + config.response_timeout()).min(until);
+            let resp = session.request(Pdu::SubmitSm(pdu.clone()), deadline).await;
+            drop(permit);
+            let resp = resp.map_err(|e| self.refused_for_now(e))?;
             let status = resp.status();
             if status == CommandStatus::EsmeRok {
+                self.inner.pacer.accepted();
                 return match resp.pdu() {
                     Some(Pdu::SubmitSmResp(r)) => Ok(r.message_id().as_str().to_owned()),
                     _ => Ok(String::new()),
                 };
             }
             let code = u32::from(status);
-            let reason = format!(
-                "{}: submit_sm refused with {status:?} (0x{code:08x})",
-                config.name
-            );
-            if !is_transient(status) {
-                return Err(Rejected {
-                    permanent: true,
-                    reason,
-                });
+            let reason = format!("submit_sm refused with {status:?} (0x{code:08x})");
+            match submit::refusal(status) {
+                Refusal::Never => {
+                    return Err(Rejected {
+                        permanent: true,
+                        reason: format!("{}: {reason}", config.name),
+                    });
+                }
+                // Tried again at the next slot, which the throttling pushed back.
+                Refusal::Throttled => self.inner.pacer.throttled(),
+                Refusal::Later => {
+                    later_tries += 1;
+                    if later_tries >= PART_TRIES || Instant::now() + wait > send_by {
+                        return Err(self.refused_for_now(reason));
+                    }
+                    tokio::time::sleep(wait).await;
+                    wait *= 2;
+                }
             }
-            if attempt == PART_TRIES {
-                return Err(Rejected {
-                    permanent: false,
-                    reason,
-                });
-            }
-            tokio::time::sleep(wait).await;
-            wait *= 2;
         }
-        Err(Rejected {
-            permanent: false,
-            reason: "unreachable".into(),
-        })
     }
 
-    /// How long the parts waiting in this connector (this SMS's included) take to leave at
-    /// the throughput limit.
-    fn backlog(&self) -> Duration {
-        let per_second = self.inner.config.throughput;
-        if per_second == 0 {
-            return Duration::ZERO;
-        }
-        let parts = self.inner.queued.load(Ordering::Relaxed) as u32;
-        Duration::from_secs(1) * parts.saturating_sub(1) / per_second
-    }
-
-    /// Waits for the next slot the throughput limit allows.
-    async fn pace(&self) {
-        let per_second = self.inner.config.throughput;
-        if per_second == 0 {
-            return;
-        }
-        let step = Duration::from_secs(1) / per_second;
-        let slot = {
-            let mut next = self.inner.next_slot.lock().await;
-            let now = Instant::now();
-            let slot = (*next).max(now);
-            *next = slot + step;
-            slot
-        };
-        tokio::time::sleep_until(slot).await;
+    /// How long `parts` waiting parts take to leave at the throughput limit.
+    fn backlog(&self, parts: usize) -> Duration {
+        let step = self.inner.pacer.step();
+        step * u32::try_from(parts.saturating_sub(1)).unwrap_or(u32::MAX)
     }
 }
 
@@ -259,14 +276,22 @@ impl Carrier for Smpp {
         &self.inner.config.name
     }
 
-    fn submit<'a>(&'a self, sms: &'a OutboundSms) -> BoxFuture<'a, Result<Accepted, Rejected>> {
-        Box::pin(self.submit_parts(sms))
+    fn submit_part<'a>(
+        &'a self,
+        sms: &'a OutboundSms,
+        part: usize,
+        until: Instant,
+    ) -> BoxFuture<'a, Result<String, Rejected>> {
+        Box::pin(self.submit_one(sms, part, until))
     }
 }
 
-/// Binds, waits for the session to end, binds again, with a doubling wait after failures.
-async fn keep_bound(inner: Arc<Inner>, kind: BindKind, deliveries: mpsc::Sender<Delivery>) {
+/// Binds, waits for the session to end, binds again, with a doubling wait after failures;
+/// keeps the bind's health up to date.
+async fn keep_bound(inner: Arc<Inner>, index: usize, deliveries: mpsc::Sender<Delivery>) {
     let config = &inner.config;
+    let (kind, health) = (&inner.health[index].0, &inner.health[index].1);
+    let kind = *kind;
     let min = Duration::from_millis(config.reconnect_min_ms.max(1));
     let max = Duration::from_millis(config.reconnect_max_ms.max(config.reconnect_min_ms));
     let mut wait = min;
@@ -278,6 +303,7 @@ async fn keep_bound(inner: Arc<Inner>, kind: BindKind, deliveries: mpsc::Sender<
         match opened {
             Ok(session) => {
                 tracing::info!(connector = %config.name, ?kind, "smpp: bound");
+                health.bound();
                 wait = min;
                 if kind != BindKind::Receiver {
                     inner.transmitter.send_replace(Some(session.clone()));
@@ -295,10 +321,15 @@ async fn keep_bound(inner: Arc<Inner>, kind: BindKind, deliveries: mpsc::Sender<
                 if kind != BindKind::Transmitter {
                     inner.receiver.send_replace(false);
                 }
-                tracing::warn!(connector = %config.name, ?kind, "smpp: session ended");
+                let reason = session
+                    .close_reason()
+                    .unwrap_or_else(|| "session ended".to_owned());
+                tracing::warn!(connector = %config.name, ?kind, %reason, "smpp: session ended");
+                health.down(reason, wait);
             }
             Err(e) => {
                 tracing::warn!(connector = %config.name, ?kind, error = %e, "smpp: bind failed");
+                health.down(e.to_string(), wait);
             }
         }
         tokio::select! {

@@ -6,18 +6,20 @@ use rusmpp::pdus::DeliverSm;
 use rusmpp::tlvs::TlvValue;
 use tokio::sync::mpsc;
 
+use super::config::SmppConfig;
 use super::session::Delivery;
-use super::submit::platform_address;
-use super::{Ack, CarrierEvent, receipt, text};
+use super::{Ack, CarrierEvent, address, receipt, text};
 
 /// Turns deliveries into events, each answered once the platform has stored it.
 pub(crate) async fn receive_loop(
-    connector: String,
+    config: SmppConfig,
     mut deliveries: mpsc::Receiver<Delivery>,
     events: mpsc::Sender<CarrierEvent>,
 ) {
+    let connector = config.name.clone();
+    let country = config.country.as_deref();
     while let Some(Delivery { pdu, answer }) = deliveries.recv().await {
-        let event = match read_delivery(&pdu) {
+        let event = match read_delivery(&pdu, country) {
             Read::Receipt(receipt) => CarrierEvent::Receipt {
                 connector: connector.clone(),
                 receipt,
@@ -56,7 +58,7 @@ enum Read {
     },
 }
 
-fn read_delivery(pdu: &DeliverSm) -> Read {
+fn read_delivery(pdu: &DeliverSm, country: Option<&str>) -> Read {
     let esm = u8::from(pdu.esm_class);
     let coding = u8::from(pdu.data_coding);
     let raw: &[u8] = pdu.short_message().as_ref();
@@ -97,8 +99,8 @@ fn read_delivery(pdu: &DeliverSm) -> Read {
         _ => None,
     });
     Read::Sms {
-        from: platform_address(pdu.source_addr.as_str(), pdu.source_addr_ton),
-        to: platform_address(pdu.destination_addr.as_str(), pdu.dest_addr_ton),
+        from: address::inbound(pdu.source_addr.as_str(), pdu.source_addr_ton, country),
+        to: address::inbound(pdu.destination_addr.as_str(), pdu.dest_addr_ton, country),
         text: text::decode(body, coding),
         part,
     }

@@ -10,9 +10,12 @@
 //!
 //! Storing statuses and SMS is the server's job; this module owns the protocol only.
 
+mod address;
 mod config;
 mod connector;
 mod delivery;
+mod health;
+mod pacing;
 pub mod receipt;
 mod session;
 mod submit;
@@ -20,6 +23,7 @@ pub mod text;
 
 pub use config::{BindMode, Concatenation, SmppConfig};
 pub use connector::Smpp;
+pub use health::BindHealth;
 pub use receipt::Receipt;
 pub use session::SessionError;
 
@@ -41,7 +45,8 @@ pub enum CarrierEvent {
     Inbound {
         /// The connector it came through.
         connector: String,
-        /// Sender (E.164 with `+` when the SMSC says it is international).
+        /// Sender: E.164 when it is one (international, or national in the connector's
+        /// `country`), else as the SMSC wrote it.
         from: String,
         /// Recipient, likewise.
         to: String,

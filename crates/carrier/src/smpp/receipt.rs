@@ -72,26 +72,39 @@ pub fn parse(text: &str, tlv_id: Option<&str>, tlv_state: Option<u8>) -> Option<
     })
 }
 
-/// The forms a message id may take in a receipt: carriers answer `submit_sm_resp` with one
-/// form and write receipts in the other (hexadecimal or decimal). Lowercase, without
-/// leading zeros for the numeric forms; the id itself first.
-pub fn id_forms(id: &str) -> Vec<String> {
+/// The key a message id is stored and matched under: lowercase, and without leading zeros
+/// when it is all hexadecimal digits (`002A010A` is kept as `2a010a`, `000123` as `123`).
+/// Carriers pad ids in one place and not the other; the key forgets the padding.
+pub fn id_key(id: &str) -> String {
     let id = id.trim().to_ascii_lowercase();
-    let mut forms = vec![id.clone()];
+    if !id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        let stripped = id.trim_start_matches('0');
+        return if stripped.is_empty() { "0" } else { stripped }.to_owned();
+    }
+    id
+}
+
+/// The keys ([`id_key`]) a message id matches: its own first, then, for an id that reads
+/// as a number, the same number written the other way. Carriers answer `submit_sm_resp`
+/// with one form and write receipts in the other: `002A010A` (hexadecimal, padded) and
+/// `2752778` (decimal) are the same message. The relation is symmetric: `b`'s key is among
+/// `a`'s forms exactly when `a`'s key is among `b`'s.
+pub fn id_forms(id: &str) -> Vec<String> {
+    let key = id_key(id);
+    let mut forms = vec![key.clone()];
     let mut push = |s: String| {
         if !forms.contains(&s) {
             forms.push(s);
         }
     };
-    if !id.is_empty() && id.len() <= 16 {
-        if let Ok(n) = u64::from_str_radix(&id, 16) {
-            push(n.to_string());
-            push(format!("{n:x}"));
-        }
-        if let Ok(n) = id.parse::<u64>() {
-            push(format!("{n:x}"));
-            push(n.to_string());
-        }
+    // At most 16 hexadecimal digits (or 19 decimal ones) fit in 64 bits.
+    if key.len() <= 16
+        && let Ok(n) = u64::from_str_radix(&key, 16)
+    {
+        push(n.to_string());
+    }
+    if let Ok(n) = key.parse::<u64>() {
+        push(format!("{n:x}"));
     }
     forms
 }
@@ -138,5 +151,29 @@ mod tests {
         assert!(id_forms("0000FF").contains(&"255".to_owned()));
         assert!(id_forms("ff").contains(&"255".to_owned()));
         assert_eq!(id_forms("msg-1"), ["msg-1"]);
+        assert_eq!(id_key("Msg-1"), "msg-1");
+        assert_eq!(id_key("0000"), "0");
+    }
+
+    /// Padded hexadecimal in the response, decimal in the receipt, and the reverse: each
+    /// side's key is among the other's forms.
+    #[test]
+    fn padded_hex_meets_decimal_both_ways() {
+        let matches = |stored: &str, receipt: &str| id_forms(receipt).contains(&id_key(stored));
+        assert!(matches("002A010A", "2752778"));
+        assert!(matches("2752778", "002A010A"));
+        assert!(matches("002a010a", "2A010A"));
+        assert!(matches("0001234", "1234"));
+        assert!(!matches("002A010A", "2752779"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn forms_are_symmetric(a in 0u64..u64::MAX / 2, pad in 0usize..4, hex in proptest::bool::ANY) {
+            let written = if hex { format!("{}{a:X}", "0".repeat(pad)) } else { a.to_string() };
+            let other = if hex { a.to_string() } else { format!("{}{a:x}", "0".repeat(pad)) };
+            proptest::prop_assert!(id_forms(&other).contains(&id_key(&written)));
+            proptest::prop_assert!(id_forms(&written).contains(&id_key(&other)));
+        }
     }
 }

@@ -3,7 +3,9 @@
 //! `deliver_sm` the SMSC sends handed on with what is needed to answer them.
 //!
 //! A session that breaks (read error, `unbind`, a keepalive left unanswered) cancels its
-//! token; every request still waiting then fails, and the connector binds again.
+//! token and keeps the reason; every request still waiting then fails, and the connector
+//! binds again. What was queued for the SMSC before the end (the `unbind_resp` answering
+//! the SMSC's `unbind`, above all) is still written before the connection closes.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -19,10 +21,14 @@ use rusmpp::{Command, CommandId, CommandStatus, Pdu};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
 use tokio_util::codec::Framed;
 use tokio_util::sync::CancellationToken;
 
 use super::config::SmppConfig;
+
+/// How long a closing session may take to write what was queued before the end.
+const DRAIN: Duration = Duration::from_secs(1);
 
 /// Which bind a session makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +36,17 @@ pub(crate) enum BindKind {
     Transceiver,
     Transmitter,
     Receiver,
+}
+
+impl BindKind {
+    /// The word the operator sees.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Transceiver => "transceiver",
+            Self::Transmitter => "transmitter",
+            Self::Receiver => "receiver",
+        }
+    }
 }
 
 /// Why a session or one of its requests failed.
@@ -81,6 +98,8 @@ pub(crate) struct Session {
     pending: Pending,
     seq: AtomicU32,
     closed: CancellationToken,
+    /// Why it ended, once it has (the first reason wins).
+    reason: Mutex<Option<String>>,
 }
 
 trait Io: AsyncRead + AsyncWrite + Send + Unpin {}
@@ -195,8 +214,9 @@ impl Session {
             pending: Arc::default(),
             seq: AtomicU32::new(2),
             closed: CancellationToken::new(),
+            reason: Mutex::new(None),
         });
-        tokio::spawn(write_loop(sink, out_rx, session.closed.clone()));
+        tokio::spawn(write_loop(sink, out_rx, session.clone()));
         tokio::spawn(read_loop(
             stream,
             session.clone(),
@@ -212,8 +232,8 @@ impl Session {
         n.max(1)
     }
 
-    /// Sends a request and waits up to `timeout` for its response.
-    pub async fn request(&self, pdu: Pdu, timeout: Duration) -> Result<Command, SessionError> {
+    /// Sends a request and waits for its response until `deadline` (queueing included).
+    pub async fn request(&self, pdu: Pdu, deadline: Instant) -> Result<Command, SessionError> {
         if self.closed.is_cancelled() {
             return Err(SessionError::Closed);
         }
@@ -221,11 +241,16 @@ impl Session {
         let (tx, rx) = oneshot::channel();
         self.lock().insert(seq, tx);
         let cmd = Command::new(CommandStatus::EsmeRok, seq, pdu);
-        if self.out.send(cmd).await.is_err() {
+        let failed = match tokio::time::timeout_at(deadline, self.out.send(cmd)).await {
+            Ok(Ok(())) => None,
+            Ok(Err(_)) => Some(SessionError::Closed),
+            Err(_) => Some(SessionError::Timeout),
+        };
+        if let Some(e) = failed {
             self.lock().remove(&seq);
-            return Err(SessionError::Closed);
+            return Err(e);
         }
-        match tokio::time::timeout(timeout, rx).await {
+        match tokio::time::timeout_at(deadline, rx).await {
             Ok(Ok(resp)) => Ok(resp),
             Ok(Err(_)) => Err(SessionError::Closed),
             Err(_) => {
@@ -233,6 +258,24 @@ impl Session {
                 Err(SessionError::Timeout)
             }
         }
+    }
+
+    /// Ends the session for `reason` (kept if it is the first).
+    fn end(&self, reason: impl Into<String>) {
+        let mut kept = self.reason.lock().unwrap_or_else(|p| p.into_inner());
+        if kept.is_none() {
+            *kept = Some(reason.into());
+        }
+        drop(kept);
+        self.closed.cancel();
+    }
+
+    /// Why the session ended (None while it runs).
+    pub fn close_reason(&self) -> Option<String> {
+        self.reason
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u32, oneshot::Sender<Command>>> {
@@ -252,19 +295,20 @@ impl Session {
     /// Ends the session (sends `unbind` first, without waiting long for its answer).
     pub async fn close(&self) {
         if !self.is_closed() {
-            let _ = self.request(Pdu::Unbind, Duration::from_millis(500)).await;
+            let deadline = Instant::now() + Duration::from_millis(500);
+            let _ = self.request(Pdu::Unbind, deadline).await;
         }
-        self.closed.cancel();
+        self.end("unbound by dialtone");
     }
 }
 
-async fn write_loop<S>(mut sink: S, mut rx: mpsc::Receiver<Command>, closed: CancellationToken)
+async fn write_loop<S>(mut sink: S, mut rx: mpsc::Receiver<Command>, session: Arc<Session>)
 where
     S: futures_util::Sink<Command> + Unpin,
 {
     loop {
         let first = tokio::select! {
-            _ = closed.cancelled() => break,
+            _ = session.closed.cancelled() => break,
             cmd = rx.recv() => match cmd { Some(c) => c, None => break },
         };
         // Write what is queued, then flush once: many submits share one system call.
@@ -273,10 +317,21 @@ where
             ok = sink.feed(more).await.is_ok();
         }
         if !ok || sink.flush().await.is_err() {
-            break;
+            session.end("cannot write to the SMSC");
+            return;
         }
     }
-    closed.cancel();
+    // The end: what was queued before it (an `unbind_resp`) still goes out, briefly.
+    let drain = async {
+        while let Ok(cmd) = rx.try_recv() {
+            if sink.feed(cmd).await.is_err() {
+                return;
+            }
+        }
+        let _ = sink.flush().await;
+    };
+    let _ = tokio::time::timeout(DRAIN, drain).await;
+    session.end("closed");
 }
 
 async fn read_loop<S, E>(
@@ -299,9 +354,13 @@ async fn read_loop<S, E>(
                     Some(Ok(cmd)) => cmd,
                     Some(Err(e)) => {
                         tracing::warn!(error = %e, "smpp: unreadable frame, closing the session");
+                        session.end(format!("unreadable frame from the SMSC: {e}"));
                         break;
                     }
-                    None => break,
+                    None => {
+                        session.end("the SMSC closed the connection");
+                        break;
+                    }
                 };
                 awaiting_link = false;
                 if !handle(cmd, &session, &deliveries).await {
@@ -311,6 +370,7 @@ async fn read_loop<S, E>(
             _ = ticker.tick() => {
                 if awaiting_link {
                     tracing::warn!("smpp: enquire_link unanswered, closing the session");
+                    session.end("enquire_link unanswered: the SMSC went silent");
                     break;
                 }
                 awaiting_link = true;
@@ -319,7 +379,7 @@ async fn read_loop<S, E>(
             }
         }
     }
-    session.closed.cancel();
+    session.end("closed");
     // Waiting requests fail now rather than at their timeout.
     session.lock().clear();
 }
@@ -340,7 +400,10 @@ async fn handle(cmd: Command, session: &Session, deliveries: &mpsc::Sender<Deliv
     match (id, cmd.pdu()) {
         (CommandId::EnquireLink, _) => reply(Pdu::EnquireLinkResp, CommandStatus::EsmeRok),
         (CommandId::Unbind, _) => {
-            reply(Pdu::UnbindResp, CommandStatus::EsmeRok);
+            // Queued before the session ends, so the writer sends it before it closes.
+            let resp = Command::new(CommandStatus::EsmeRok, seq, Pdu::UnbindResp);
+            let _ = session.out.send(resp).await;
+            session.end("unbound by the SMSC");
             return false;
         }
         (CommandId::DeliverSm, Some(Pdu::DeliverSm(pdu))) => {

@@ -92,10 +92,16 @@ impl TestSmsc {
 
     /// The next report whose `ev` is `ev` (earlier ones are skipped); panics after [`WAIT`].
     pub async fn expect(&mut self, ev: &str) -> Value {
+        self.expect_any(&[ev]).await
+    }
+
+    /// The next report whose `ev` is one of `evs` (earlier ones are skipped); panics after
+    /// [`WAIT`].
+    pub async fn expect_any(&mut self, evs: &[&str]) -> Value {
         let found = tokio::time::timeout(WAIT, async {
             while let Ok(Some(line)) = self.lines.next_line().await {
                 let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
-                if v["ev"] == ev {
+                if evs.iter().any(|ev| v["ev"] == *ev) {
                     return Some(v);
                 }
             }
@@ -104,8 +110,8 @@ impl TestSmsc {
         .await;
         match found {
             Ok(Some(v)) => v,
-            Ok(None) => panic!("the test SMSC ended before reporting {ev}"),
-            Err(_) => panic!("the test SMSC did not report {ev} in time"),
+            Ok(None) => panic!("the test SMSC ended before reporting {evs:?}"),
+            Err(_) => panic!("the test SMSC did not report {evs:?} in time"),
         }
     }
 

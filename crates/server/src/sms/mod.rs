@@ -4,6 +4,8 @@
 pub mod carrier_events;
 pub mod legacy;
 pub mod progress;
+pub mod receipts;
+pub mod submission;
 
 use dialtone_domain::account::AccountStatus;
 use dialtone_domain::sms::{
@@ -66,7 +68,10 @@ pub async fn send(state: &AppState, account: &Account, out: Outgoing) -> ApiResu
     let text = layout(&body, out.encoding).map_err(|e| text_error(&e))?;
     let (account_id, parent_id) = (account.id, account.parent_id);
     let shared_sender = state.config.shared_sender.clone();
-    let carrier = state.carrier.network_for(out.to.as_str());
+    let carrier = state
+        .networks
+        .network_for(out.to.as_str())
+        .ok_or_else(|| ApiError::invalid("to", "no route to this destination"))?;
     // Priced from the rate table in memory; the write checks that the table is still the
     // database's, else the table is loaded again and the write made again (an import
     // between the two), so the price is the one in force when the SMS is stored.
@@ -185,13 +190,15 @@ fn resolve_sender(
 pub fn queue_event(outbox: &mut Outbox, sms: &Sms, billing_mode: &str, now: Timestamp) {
     let data = legacy::sms_object_text(sms, billing_mode);
     if sms.direction == Direction::Inbound.as_str() {
-        outbox.push(sms.account_id, "sms.mo", data, None, now);
+        outbox.push(sms.account_id, "sms.mo", data, None, None, now);
     } else {
+        // One SMS's status updates reach each subscriber in order.
         outbox.push(
             sms.account_id,
             "sms.mt.status_update",
             data,
             sms.webhook_url.as_deref(),
+            Some(sms.sid.as_str()),
             now,
         );
     }

@@ -2,21 +2,16 @@
 //! due, each with its history line and its event, a batch to a transaction and its writes
 //! together ([`Moves`]).
 //!
-//! A network that answers without I/O (the simulator) is answered inside the transaction
-//! that takes the SMS. For any other, a `created` SMS is leased before it is submitted (its
-//! `next_at` moves 30 s ahead), so a second node skips it, and a node that dies
-//! mid-submission loses nothing: the lease ends and another node submits it (delivery to the
-//! carrier is at least once). A network that refuses for now (an SMPP bind down,
-//! throttling) leaves the SMS as it is, due again later.
-//!
-//! The simulated network's statuses follow a known timetable, applied here when due. A real
-//! network's (SMPP) SMS becomes `pending` when first handed to it, `sent` when the SMSC took
-//! every part; its receipts move it on (`carrier_events`).
+//! The simulated network answers without I/O, inside the transaction that takes the SMS,
+//! and its statuses follow a known timetable, applied here when due. An SMS for a real
+//! network (SMPP) is leased and handed to [`submission`](super::submission), which submits
+//! it part by part outside the transaction: it becomes `pending` when first handed over,
+//! `sent` when the SMSC took every part, and its receipts move it on (`receipts`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use dialtone_carrier::{Accepted, OutboundSms, Rejected};
+use dialtone_carrier::{Accepted, Carrier, OutboundSms, Rejected, Simulated};
 use dialtone_domain::Timestamp;
 use dialtone_domain::sms::{Encoding, SmsStatus, layout};
 use dialtone_store::accounts;
@@ -26,6 +21,7 @@ use dialtone_store::sms::{self as store, Sms, StateWrite, StatusChange};
 use dialtone_store::{Conn, billing};
 
 use crate::http::error::ApiError;
+use crate::networks::SIMULATED;
 use crate::state::AppState;
 
 /// Most SMS handled per transaction while other writes are in flight (requests, as a rule;
@@ -48,10 +44,8 @@ const BUSY_WRITES: usize = 4;
 /// then (a tenth of the ticks of a 64-connection SMS load took [`BATCH_ALONE`] SMS, a third
 /// of the worker's moves, each holding the writer for milliseconds).
 const SHARED_FOR_MS: i64 = 100;
-/// How long a submission may take before another node retries it.
-const LEASE_MS: i64 = 30_000;
 /// Wait before retrying a submission the carrier refused for now.
-const RETRY_MS: i64 = 10_000;
+pub(crate) const RETRY_MS: i64 = 10_000;
 
 /// Sizes the worker's transactions: [`BATCH_SHARED`] while other writes are in flight, or
 /// were at a tick of the last [`SHARED_FOR_MS`]; [`BATCH_ALONE`] otherwise.
@@ -124,7 +118,7 @@ impl Moves {
 
     /// Records the network's ids of the parts of an SMS it took, with its queued new state
     /// when it has one (it has after a move), else at once.
-    fn set_message_ids(
+    pub(crate) fn set_message_ids(
         &mut self,
         c: &mut dyn Conn,
         sms_id: i64,
@@ -144,7 +138,7 @@ impl Moves {
 
     /// Sets when the worker next acts on an SMS (a lease, a retry, never): in its queued new
     /// state when it has one (which would otherwise undo this), else at once.
-    fn reschedule(
+    pub(crate) fn reschedule(
         &mut self,
         c: &mut dyn Conn,
         sms_id: i64,
@@ -185,8 +179,26 @@ impl Moves {
     }
 }
 
-/// Moves `sms` to `next`, schedules what follows, emits the event; on delivery to a number of
-/// this platform, the owner receives it as an inbound SMS. Returns the SMS as it now is.
+/// When a move of `sms` happens: `now`, or a millisecond after its last move when that is
+/// not earlier, so the `sms.mt.status_update` events of one SMS carry strictly increasing
+/// `event_at` (also when one receipt moves it two steps in one transaction).
+fn move_time(sms: &Sms, now: Timestamp) -> Timestamp {
+    match sms.history.last() {
+        Some(last) if last.at >= now => last.at.plus_ms(1),
+        _ => now,
+    }
+}
+
+/// The simulated network, when `sms` is carried by it (and it is on).
+fn simulated_carrier<'a>(state: &'a AppState, sms: &Sms) -> Option<&'a Simulated> {
+    (sms.carrier == SIMULATED)
+        .then(|| state.simulated.as_deref())
+        .flatten()
+}
+
+/// Moves `sms` to `next`, schedules what follows, emits the event; on the simulated
+/// network, delivery to a number of this platform also reaches its owner as an inbound SMS.
+/// Returns the SMS as it now is.
 pub(crate) fn apply(
     c: &mut dyn Conn,
     state: &AppState,
@@ -196,52 +208,46 @@ pub(crate) fn apply(
     error: &str,
     now: Timestamp,
 ) -> Result<Sms, ApiError> {
-    let following = state
-        .carrier
-        .next_status(&sms.to, next)
-        .map(|(_, after)| now.plus_ms(after));
+    let at = move_time(sms, now);
+    let simulated = simulated_carrier(state, sms);
+    let following = simulated
+        .and_then(|sim| sim.next_status(&sms.to, next))
+        .map(|(_, after)| at.plus_ms(after));
     let mut moved = sms.clone();
     moved.history.push(StatusChange {
         old_status: sms.status.clone(),
         new_status: next.as_str().to_owned(),
-        at: now,
+        at,
     });
     moved.status = next.as_str().to_owned();
     moved.status_error = error.to_owned();
     moved.next_at = following;
-    moved.updated = now;
+    moved.updated = at;
     if next == SmsStatus::Sent {
-        moved.sent_at = moved.sent_at.or(Some(now));
+        moved.sent_at = moved.sent_at.or(Some(at));
     }
     if next == SmsStatus::Delivered {
-        moved.delivered_at = moved.delivered_at.or(Some(now));
+        moved.delivered_at = moved.delivered_at.or(Some(at));
     }
-    moves.queue_state(&moved, store::history_line(&sms.status, next.as_str(), now));
+    moves.queue_state(&moved, store::history_line(&sms.status, next.as_str(), at));
     let mode = moves.mode(c, sms.account_id)?;
-    super::queue_event(&mut moves.outbox, &moved, &mode, now);
+    super::queue_event(&mut moves.outbox, &moved, &mode, at);
     if next == SmsStatus::Delivered
+        && simulated.is_some()
         && let Some(number) = owned::by_e164(c, &sms.to)?
         && let Some(owner_id) = number.account_id
         && let Some(owner) = accounts::by_id(c, owner_id)?
     {
         // Written first, so the delivery's event comes before the `sms.mo` it causes.
         moves.flush(c)?;
-        super::receive(c, &owner, &sms.from, &sms.to, &sms.body, now, &state.parsed)?;
+        super::receive(c, &owner, &sms.from, &sms.to, &sms.body, at, &state.parsed)?;
     }
     Ok(moved)
 }
 
-/// Whether the SMS goes through a real network (its statuses come from the network, not
-/// from a timetable).
-fn is_real(state: &AppState, sms: &Sms) -> bool {
-    state
-        .carrier
-        .next_status(&sms.to, SmsStatus::Pending)
-        .is_none()
-}
-
-/// The SMS as handed to its network: the text split into its parts.
-fn outbound(sms: &Sms) -> OutboundSms {
+/// The SMS as handed to its network: the text split into its parts, and the concatenation
+/// reference every submission of it carries.
+pub(crate) fn outbound(sms: &Sms) -> OutboundSms {
     let encoding = Encoding::parse(&sms.encoding).unwrap_or(Encoding::Unicode);
     let parts = layout(&sms.body, Some(encoding))
         .map(|l| l.parts)
@@ -253,13 +259,14 @@ fn outbound(sms: &Sms) -> OutboundSms {
         parts,
         encoding,
         flash: sms.flash,
+        // The SMS's own number, not a counter: the same on every try and every node.
+        reference: (sms.id.rem_euclid(1 << 16)) as u16,
     }
 }
 
-/// Records a network's answer to the submission of `sms`: pending (sent, for a real
-/// network whose SMSC took every part), error with a refund when refused for good, due
-/// again later when refused for now.
-fn settle(
+/// Records the simulated network's answer to the submission of `sms`: pending, error with
+/// a refund when refused for good, due again later when refused for now.
+fn settle_now(
     c: &mut dyn Conn,
     state: &AppState,
     moves: &mut Moves,
@@ -269,49 +276,41 @@ fn settle(
 ) -> Result<(), ApiError> {
     match outcome {
         Ok(accepted) => {
-            if sms.status == SmsStatus::Pending.as_str() {
-                // A real network: every part has its submit_sm_resp, so it is sent;
-                // receipts will find it by the network's ids.
-                dialtone_store::sms_parts::insert(
-                    c,
-                    sms.id,
-                    &accepted.network,
-                    &accepted.message_ids,
-                    now,
-                )?;
-                apply(c, state, moves, sms, SmsStatus::Sent, "", now)?;
-            } else {
-                apply(c, state, moves, sms, SmsStatus::Pending, "", now)?;
-            }
+            apply(c, state, moves, sms, SmsStatus::Pending, "", now)?;
             moves.set_message_ids(c, sms.id, accepted.message_ids.join(","))?;
         }
-        Err(rejected) if rejected.permanent => {
-            apply(
-                c,
-                state,
-                moves,
-                sms,
-                SmsStatus::Error,
-                &rejected.reason,
-                now,
-            )?;
-            if sms.billing_debit > dialtone_domain::Money::ZERO {
-                billing::credit(
-                    c,
-                    sms.account_id,
-                    sms.billing_debit,
-                    "refund",
-                    sms.sid.as_str(),
-                    now,
-                )?;
-            }
-        }
+        Err(rejected) if rejected.permanent => refuse(c, state, moves, sms, &rejected.reason, now)?,
         Err(_) => moves.reschedule(c, sms.id, Some(now.plus_ms(RETRY_MS)))?,
     }
     Ok(())
 }
 
-/// Handles the SMS work that is due; returns how many SMS moved or were submitted.
+/// Ends an SMS no network took in `error`, with its debit refunded.
+pub(crate) fn refuse(
+    c: &mut dyn Conn,
+    state: &AppState,
+    moves: &mut Moves,
+    sms: &Sms,
+    reason: &str,
+    now: Timestamp,
+) -> Result<(), ApiError> {
+    apply(c, state, moves, sms, SmsStatus::Error, reason, now)?;
+    if sms.billing_debit > dialtone_domain::Money::ZERO {
+        billing::credit(
+            c,
+            sms.account_id,
+            sms.billing_debit,
+            "refund",
+            sms.sid.as_str(),
+            now,
+        )?;
+    }
+    Ok(())
+}
+
+/// Handles the SMS work that is due; returns how many SMS moved or were handed to a network.
+/// Submissions to real networks run on after it returns, each on its own
+/// ([`submission`](super::submission)): a slow SMSC never holds up this loop.
 pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
     let now = state.clock.now();
     let batch = state.sms_pacing.batch(state.store.writes_in_flight(), now);
@@ -322,64 +321,48 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
             let mut moves = Moves::default();
             let mut submit = Vec::new();
             let mut moved = 0;
-            for mut sms in store::due(c, now, batch)? {
+            for sms in store::due(c, now, batch)? {
+                moved += 1;
                 let current = SmsStatus::parse(&sms.status).unwrap_or(SmsStatus::Created);
-                // A real network's SMS is pending from its first submission until the SMSC
-                // takes it (a pending one that is due waits for a retry).
-                let real = is_real(&st, &sms);
-                if current == SmsStatus::Created || (current == SmsStatus::Pending && real) {
-                    if current == SmsStatus::Created && real {
-                        sms = apply(c, &st, &mut moves, &sms, SmsStatus::Pending, "", now)?;
-                    }
-                    let outbound = outbound(&sms);
-                    if let Some(outcome) = st.carrier.submit_now(&outbound) {
-                        settle(c, &st, &mut moves, &sms, &outcome, now)?;
-                        moved += 1;
-                        continue;
-                    }
-                    // Leased while it is submitted outside the transaction.
-                    moves.reschedule(c, sms.id, Some(now.plus_ms(LEASE_MS)))?;
-                    submit.push((sms, outbound));
+                if current.is_final() {
+                    moves.reschedule(c, sms.id, None)?;
                     continue;
                 }
-                match st.carrier.next_status(&sms.to, current) {
-                    Some((next, _)) if current.may_become(next) => {
-                        apply(c, &st, &mut moves, &sms, next, "", now)?;
+                if let Some(sim) = simulated_carrier(&st, &sms) {
+                    if current == SmsStatus::Created {
+                        let outcome = sim.submit_now(&outbound(&sms));
+                        if let Some(outcome) = outcome {
+                            settle_now(c, &st, &mut moves, &sms, &outcome, now)?;
+                            continue;
+                        }
                     }
+                    match sim.next_status(&sms.to, current) {
+                        Some((next, _)) if current.may_become(next) => {
+                            apply(c, &st, &mut moves, &sms, next, "", now)?;
+                        }
+                        _ => moves.reschedule(c, sms.id, None)?,
+                    }
+                    continue;
+                }
+                match current {
+                    SmsStatus::Created | SmsStatus::Pending => {
+                        if let Some(s) = super::submission::lease(c, &st, &mut moves, sms, now)? {
+                            submit.push(s);
+                        }
+                    }
+                    // A real network's receipts move it on from here.
                     _ => moves.reschedule(c, sms.id, None)?,
                 }
-                moved += 1;
             }
             moves.flush(c)?;
             Ok::<_, ApiError>((submit, moved))
         })
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    if to_submit.is_empty() {
-        return Ok(moved);
+    for submission in to_submit {
+        super::submission::spawn(state, submission);
     }
-    // Submitted together: a connector's window and throughput pace them, not this loop.
-    let submissions = to_submit.into_iter().map(|(sms, outbound)| async move {
-        let outcome = state.carrier.submit(&outbound).await;
-        (sms, outcome)
-    });
-    let outcomes = futures_util::future::join_all(submissions).await;
-    let submitted = outcomes.len();
-    let st = state.clone();
-    let now = state.clock.now();
-    state
-        .store
-        .write_repeatable(move |c| {
-            let mut moves = Moves::default();
-            for (sms, outcome) in &outcomes {
-                settle(c, &st, &mut moves, sms, outcome, now)?;
-            }
-            moves.flush(c)?;
-            Ok::<_, ApiError>(())
-        })
-        .await
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    Ok(moved + submitted)
+    Ok(moved)
 }
 
 #[cfg(test)]

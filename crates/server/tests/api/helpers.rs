@@ -130,8 +130,22 @@ impl TestApp {
         })
     }
 
-    /// Runs every kind of due background work once, as the workers would.
+    /// Runs every kind of due background work once, as the workers would, and waits (at
+    /// most 30 s) for the SMS submissions it started to settle.
     pub async fn tick(&self) -> usize {
+        let n = self.tick_detached().await;
+        tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            self.state.submissions.settled(),
+        )
+        .await
+        .expect("the submissions of a tick settle within their lease");
+        n
+    }
+
+    /// Runs every kind of due background work once, without waiting for the SMS
+    /// submissions it started.
+    pub async fn tick_detached(&self) -> usize {
         dialtone::workers::tick(&self.state).await.expect("tick")
     }
 
