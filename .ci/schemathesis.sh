@@ -11,6 +11,10 @@
 set -euo pipefail
 
 if ! command -v schemathesis >/dev/null 2>&1; then
+    if [ -n "${DIALTONE_REQUIRE_PEERS:-}" ]; then
+        echo "schemathesis is required (DIALTONE_REQUIRE_PEERS) but not installed" >&2
+        exit 1
+    fi
     echo "SKIPPED: schemathesis not installed"
     exit 0
 fi

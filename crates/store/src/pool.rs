@@ -148,21 +148,74 @@ fn run_in_savepoint(conn: &mut dyn Conn, job: &mut dyn Job) -> bool {
     kept
 }
 
+/// How many times a repeatable write that met a lock conflict (PostgreSQL: a deadlock with
+/// another batch, a serialization failure) is run again alone before its caller gets the
+/// error. Group commit puts unrelated writes in one transaction, so two batches can lock the
+/// same rows in opposite orders; the database breaks the cycle by failing one of them.
+const CONTENTION_TRIES: usize = 3;
+
 /// Runs a batch of writes on `conn` and answers every caller after the commit.
 ///
 /// `begin` is the backend's statement that opens a write transaction. A batch of one job
-/// runs without a savepoint (its failure rolls the whole transaction back instead).
+/// runs without a savepoint (its failure rolls the whole transaction back instead). A
+/// repeatable job that failed on a lock conflict runs again alone, in its own transaction,
+/// after the batch committed.
 pub(crate) fn run_write_batch(conn: &mut dyn Conn, begin: &str, batch: Vec<WriteJob>) {
+    let contended = run_batch_once(conn, begin, batch);
+    for mut job in contended {
+        let mut outcome = Ok(());
+        for attempt in 1..=CONTENTION_TRIES {
+            if let Err(e) = conn.batch(begin) {
+                outcome = Err(e);
+                break;
+            }
+            let _ = conn.take_contention();
+            let kept = job.run(conn);
+            let again = !kept && conn.take_contention() && attempt < CONTENTION_TRIES;
+            outcome = if kept {
+                conn.batch("COMMIT")
+            } else {
+                conn.batch("ROLLBACK")
+            };
+            if outcome.is_err() {
+                let _ = conn.batch("ROLLBACK");
+            }
+            if !again {
+                break;
+            }
+        }
+        job.finish(outcome);
+    }
+}
+
+/// Runs `job` and says whether it was kept and whether it failed on a lock conflict.
+fn run_marked(conn: &mut dyn Conn, job: &mut dyn Job, savepoint: bool) -> (bool, bool) {
+    let _ = conn.take_contention();
+    let kept = if savepoint {
+        run_in_savepoint(conn, job)
+    } else {
+        job.run(conn)
+    };
+    (kept, !kept && conn.take_contention())
+}
+
+/// One transaction for the whole batch; answers every job but the repeatable ones that
+/// failed on a lock conflict, which it gives back.
+fn run_batch_once(conn: &mut dyn Conn, begin: &str, batch: Vec<WriteJob>) -> Vec<WriteJob> {
     let (mut repeatable, mut once): (Vec<WriteJob>, Vec<WriteJob>) =
         batch.into_iter().partition(|job| job.repeatable());
     if let Err(e) = conn.batch(begin) {
         // Dropping the jobs unblocks their callers with `DbError::Closed`.
         tracing::error!(error = %e, "could not begin a write transaction");
-        return;
+        return Vec::new();
     }
     let mut any_kept = false;
+    // Repeatable jobs that met a lock conflict: run again after this transaction.
+    let mut contended = vec![false; repeatable.len()];
     if once.is_empty() && repeatable.len() == 1 {
-        any_kept = repeatable[0].run(conn);
+        let (kept, conflict) = run_marked(conn, repeatable[0].as_mut(), false);
+        any_kept = kept;
+        contended[0] = conflict;
     } else if !repeatable.is_empty() {
         // Fast path: no savepoints, stopping at the first failure.
         let all_kept = repeatable.iter_mut().all(|job| job.run(conn));
@@ -173,10 +226,12 @@ pub(crate) fn run_write_batch(conn: &mut dyn Conn, begin: &str, batch: Vec<Write
             let restart = conn.batch("ROLLBACK").and_then(|()| conn.batch(begin));
             if let Err(e) = restart {
                 tracing::error!(error = %e, "could not restart a write transaction");
-                return;
+                return Vec::new();
             }
-            for job in &mut repeatable {
-                any_kept |= run_in_savepoint(conn, job.as_mut());
+            for (job, conflict) in repeatable.iter_mut().zip(contended.iter_mut()) {
+                let (kept, met) = run_marked(conn, job.as_mut(), true);
+                any_kept |= kept;
+                *conflict = met;
             }
         }
     }
@@ -196,7 +251,16 @@ pub(crate) fn run_write_batch(conn: &mut dyn Conn, begin: &str, batch: Vec<Write
     if outcome.is_err() {
         let _ = conn.batch("ROLLBACK");
     }
-    for job in repeatable.into_iter().chain(once) {
+    let mut again = Vec::new();
+    for (job, conflict) in repeatable.into_iter().zip(contended) {
+        if conflict && outcome.is_ok() {
+            again.push(job);
+        } else {
+            job.finish(outcome.clone());
+        }
+    }
+    for job in once {
         job.finish(outcome.clone());
     }
+    again
 }

@@ -98,14 +98,28 @@ fn map_err(e: postgres::Error) -> DbError {
 pub(crate) struct PgConn {
     client: Client,
     statements: HashMap<String, Statement>,
+    /// A statement met a deadlock or a serialization failure (see [`Conn::take_contention`]).
+    contention: bool,
 }
 
 impl PgConn {
+    /// Maps an error, marking the lock conflicts another try would not meet.
+    fn fail(&mut self, e: postgres::Error) -> DbError {
+        use postgres::error::SqlState;
+        if let Some(code) = e.code()
+            && (*code == SqlState::T_R_DEADLOCK_DETECTED
+                || *code == SqlState::T_R_SERIALIZATION_FAILURE)
+        {
+            self.contention = true;
+        }
+        map_err(e)
+    }
+
     fn statement(&mut self, sql: &str) -> Result<Statement, DbError> {
         if let Some(s) = self.statements.get(sql) {
             return Ok(s.clone());
         }
-        let s = self.client.prepare(sql).map_err(map_err)?;
+        let s = self.client.prepare(sql).map_err(|e| self.fail(e))?;
         if self.statements.len() > 512 {
             self.statements.clear();
         }
@@ -125,12 +139,14 @@ impl Conn for PgConn {
 
     fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, DbError> {
         let stmt = self.statement(sql)?;
-        self.client.execute(&stmt, &refs(params)).map_err(map_err)
+        let done = self.client.execute(&stmt, &refs(params));
+        done.map_err(|e| self.fail(e))
     }
 
     fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
         let stmt = self.statement(sql)?;
-        let rows = self.client.query(&stmt, &refs(params)).map_err(map_err)?;
+        let rows = self.client.query(&stmt, &refs(params));
+        let rows = rows.map_err(|e| self.fail(e))?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
             let mut values = Vec::with_capacity(row.len());
@@ -146,7 +162,12 @@ impl Conn for PgConn {
     }
 
     fn batch(&mut self, sql: &str) -> Result<(), DbError> {
-        self.client.batch_execute(sql).map_err(map_err)
+        let done = self.client.batch_execute(sql);
+        done.map_err(|e| self.fail(e))
+    }
+
+    fn take_contention(&mut self) -> bool {
+        std::mem::take(&mut self.contention)
     }
 }
 
@@ -155,6 +176,7 @@ fn connect(url: &str) -> Result<PgConn, DbError> {
     Ok(PgConn {
         client,
         statements: HashMap::new(),
+        contention: false,
     })
 }
 

@@ -256,6 +256,13 @@ pub trait Conn {
     /// Runs several statements without parameters (DDL, migrations).
     fn batch(&mut self, sql: &str) -> Result<(), DbError>;
 
+    /// Whether a statement failed, since the last call, because another transaction held
+    /// what it needed (a deadlock or a serialization failure): the write, run again alone,
+    /// would not meet it. Clears the mark. SQLite's single writer never meets one.
+    fn take_contention(&mut self) -> bool {
+        false
+    }
+
     /// At most one row.
     fn query_opt(&mut self, sql: &str, params: &[Value]) -> Result<Option<Row>, DbError> {
         Ok(self.query(sql, params)?.into_iter().next())

@@ -191,3 +191,52 @@ async fn writes_in_flight_counts_until_the_answer_postgres() {
     in_flight_count(&store).await;
     drop(store);
 }
+
+/// Two writes on two PostgreSQL connections lock the same two rows in opposite orders: the
+/// database breaks the deadlock by failing one, and the store runs that one again alone, so
+/// both callers are answered with success and both changes are kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_that_lost_a_deadlock_runs_again() {
+    let options = StoreOptions {
+        connections: 2,
+        ..StoreOptions::default()
+    };
+    let Some((store, _schema)) = common::postgres("t_deadlock", &options).await else {
+        return;
+    };
+    store
+        .write(|c| {
+            c.batch(
+                "CREATE TABLE pair (k TEXT PRIMARY KEY, n BIGINT NOT NULL); \
+                 INSERT INTO pair VALUES ('a', 0), ('b', 0)",
+            )
+        })
+        .await
+        .expect("table");
+    let bump = |first: &'static str, second: &'static str| {
+        let store = store.clone();
+        async move {
+            store
+                .write_repeatable(move |c| {
+                    c.execute("UPDATE pair SET n = n + 1 WHERE k = $1", params![first])?;
+                    // Both hold their first row when they ask for the other's.
+                    std::thread::sleep(Duration::from_millis(300));
+                    c.execute("UPDATE pair SET n = n + 1 WHERE k = $1", params![second])?;
+                    Ok::<_, DbError>(())
+                })
+                .await
+        }
+    };
+    let (ab, ba) = tokio::join!(bump("a", "b"), bump("b", "a"));
+    assert!(ab.is_ok() && ba.is_ok(), "{ab:?} {ba:?}");
+    let counts = store
+        .read(|c| {
+            c.query("SELECT n FROM pair ORDER BY k", params![])?
+                .iter()
+                .map(|r| r.int(0))
+                .collect::<Result<Vec<_>, DbError>>()
+        })
+        .await
+        .expect("read");
+    assert_eq!(counts, [2, 2], "each write counted once");
+}

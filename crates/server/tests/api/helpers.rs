@@ -33,13 +33,23 @@ macro_rules! both_backends {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn postgres() {
                 let Some(app) = $crate::helpers::TestApp::spawn($crate::helpers::Backend::Postgres).await else {
-                    eprintln!("SKIPPED: set DIALTONE_TEST_DATABASE_URL to run this test on PostgreSQL");
+                    $crate::helpers::skip("set DIALTONE_TEST_DATABASE_URL to run this test on PostgreSQL");
                     return;
                 };
                 super::$name(app).await;
             }
         }
     )+};
+}
+
+/// Says a test is skipped because a peer is missing; in CI (`DIALTONE_REQUIRE_PEERS` set by
+/// `.ci/run`, where every peer is installed) a missing peer fails the test instead.
+pub fn skip(reason: &str) {
+    assert!(
+        std::env::var_os("DIALTONE_REQUIRE_PEERS").is_none(),
+        "a required peer is missing: {reason}"
+    );
+    eprintln!("SKIPPED: {reason}");
 }
 
 /// A PostgreSQL schema made for one test and dropped after it.
@@ -90,6 +100,14 @@ impl TestApp {
 
     /// Like [`TestApp::spawn`], with a chance to change the configuration.
     pub async fn spawn_with(backend: Backend, adjust: impl FnOnce(&mut Config)) -> Option<Self> {
+        // The server's warnings and errors go to the test's output (shown when it fails).
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(
+                tracing_subscriber::EnvFilter::try_from_default_env()
+                    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+            )
+            .with_test_writer()
+            .try_init();
         let dir = tempfile::tempdir().expect("temp dir");
         let mut config = Config::embedded(dir.path());
         config.listen = "127.0.0.1:0".into();

@@ -20,6 +20,7 @@ mod recordings;
 mod sdk;
 mod slow_clients;
 mod smpp;
+mod smpp_faults;
 mod sms;
 mod tasks;
 mod webhooks;

@@ -16,8 +16,8 @@ async fn the_official_python_sdk_works_unchanged(app: TestApp) {
         .await
         .is_ok_and(|o| o.status.success());
     if !has_sdk {
-        eprintln!(
-            "SKIPPED: python3 with the callr SDK is not installed (pip install callr==2.1.0 future)"
+        crate::helpers::skip(
+            "python3 with the callr SDK is not installed (pip install callr==2.1.0 future)",
         );
         return;
     }

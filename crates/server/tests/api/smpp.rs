@@ -3,7 +3,7 @@
 //! inbound SMS, and SMS kept in the database while the bind is down.
 
 #[path = "../../../carrier/tests/smsc/mod.rs"]
-mod smsc;
+pub(crate) mod smsc;
 
 use std::time::Duration;
 
@@ -25,7 +25,7 @@ async fn smpp_postgres() {
     sms_through_smpp(Backend::Postgres).await;
 }
 
-fn connector(port: u16) -> SmppConfig {
+pub(crate) fn connector(port: u16) -> SmppConfig {
     let mut c = SmppConfig::new("operator", "127.0.0.1", port, "dialtone", "secret");
     c.prefixes = vec!["+33".into()];
     c.throughput = 0;
@@ -35,7 +35,7 @@ fn connector(port: u16) -> SmppConfig {
     c
 }
 
-async fn fetch(app: &TestApp, acct: &TestAccount, sid: &str) -> Value {
+pub(crate) async fn fetch(app: &TestApp, acct: &TestAccount, sid: &str) -> Value {
     let (status, sms) = send(app.req(acct, Method::GET, &format!("/v2.0/sms/{sid}"))).await;
     assert_eq!(status, 200, "{sms}");
     sms
@@ -52,7 +52,7 @@ pub(crate) async fn until_status(
 ) -> Value {
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
-        app.tick().await;
+        app.tick_detached().await;
         let sms = fetch(app, acct, sid).await;
         if sms["status"] == status {
             return sms;
@@ -65,7 +65,7 @@ pub(crate) async fn until_status(
     }
 }
 
-async fn submit(app: &TestApp, acct: &TestAccount, to: &str, body: &str) -> String {
+pub(crate) async fn submit(app: &TestApp, acct: &TestAccount, to: &str, body: &str) -> String {
     let to = to.replace('+', "%2B");
     let (status, sms) = send_sms(app, acct, &format!("to={to}"), json!({"body": body})).await;
     assert_eq!(status, 202, "{sms}");
@@ -86,7 +86,7 @@ async fn sms_through_smpp(backend: Backend) {
     };
     let port = smsc.port;
     let Some(app) = TestApp::spawn_with(backend, |c| c.smpp = vec![connector(port)]).await else {
-        eprintln!("SKIPPED: set DIALTONE_TEST_DATABASE_URL to run this test on PostgreSQL");
+        crate::helpers::skip("set DIALTONE_TEST_DATABASE_URL to run this test on PostgreSQL");
         return;
     };
     let connector = app
@@ -266,7 +266,7 @@ async fn inbound_parts_survive_a_node_sqlite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn inbound_parts_survive_a_node_postgres() {
     let Some(app) = TestApp::spawn(Backend::Postgres).await else {
-        eprintln!("SKIPPED: set DIALTONE_TEST_DATABASE_URL to run this test on PostgreSQL");
+        crate::helpers::skip("set DIALTONE_TEST_DATABASE_URL to run this test on PostgreSQL");
         return;
     };
     inbound_parts_survive_a_node(app).await;

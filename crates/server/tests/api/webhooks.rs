@@ -22,7 +22,7 @@ both_backends!(
     a_try_lost_with_its_node_is_not_sent_again_under_its_number,
 );
 
-async fn subscribe(
+pub(crate) async fn subscribe(
     app: &TestApp,
     acct: &TestAccount,
     event_type: &str,

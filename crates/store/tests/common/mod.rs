@@ -43,6 +43,10 @@ fn run(admin: &str, sql: String) {
 /// the schema.
 pub async fn postgres(prefix: &str, options: &StoreOptions) -> Option<(Store, Schema)> {
     let Ok(admin) = std::env::var("DIALTONE_TEST_DATABASE_URL") else {
+        assert!(
+            std::env::var_os("DIALTONE_REQUIRE_PEERS").is_none(),
+            "a required peer is missing: DIALTONE_TEST_DATABASE_URL (PostgreSQL)"
+        );
         eprintln!("SKIPPED: set DIALTONE_TEST_DATABASE_URL to run this test on PostgreSQL");
         return None;
     };
