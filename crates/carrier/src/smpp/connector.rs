@@ -228,7 +228,10 @@ impl Smpp {
                 .pacer
                 .reserve(send_by)
                 .ok_or_else(|| self.refused_for_now("no send slot before the deadline"))?;
-            tokio::time::sleep_until(slot).await;
+            // A timer even for a slot already due waits for the timer's next tick (1 ms).
+            if slot > Instant::now() {
+                tokio::time::sleep_until(slot).await;
+            }
             let deadline = (Instant::now() + config.response_timeout()).min(until);
             let resp = session.request(Pdu::SubmitSm(pdu.clone()), deadline).await;
             drop(permit);
