@@ -133,7 +133,7 @@ async fn auth_version_guards_the_key_cache(store: &Store) {
         })
         .await
         .expect("fill as release 15 did");
-    assert_eq!(migrate::run(store).await.expect("migrate"), vec![16]);
+    assert_eq!(migrate::run_to(store, 16).await.expect("migrate"), vec![16]);
 
     let cache = Arc::new(KeyCache::default());
     let lookup = |cache: Arc<KeyCache>| async move {
@@ -187,5 +187,76 @@ async fn auth_version_guards_the_key_cache_postgres() {
         return;
     };
     auth_version_guards_the_key_cache(&store).await;
+    drop(store);
+}
+
+/// Part ids keyed (migration 17): a padded hexadecimal id loses its zeros (so a decimal
+/// receipt finds it), other ids are kept, and a part recorded twice is kept once.
+async fn part_ids_are_keyed(store: &Store) {
+    migrate::run_to(store, 16).await.expect("migrate to 16");
+    store
+        .write(|c| {
+            c.execute(
+                "INSERT INTO accounts (sid, name, status, currency, billing_mode, credit, login, password_hash, created, updated) \
+                 VALUES ('acct0001', 'a', 'active', 'EUR', 'prepaid', 0, 'a', 'x', 0, 0)",
+                params![],
+            )?;
+            let account = c
+                .query_one("SELECT id FROM accounts WHERE sid = 'acct0001'", params![])?
+                .int(0)?;
+            c.execute(
+                "INSERT INTO sms (sid, account_id, direction, sender, recipient, body, encoding, parts, status, carrier, created, updated) \
+                 VALUES ('sms00001', $1, 'outbound', 'SMS', '+33612345678', 'hi', 'gsm', 3, 'sent', 'operator', 0, 0)",
+                params![account],
+            )?;
+            let sms = c
+                .query_one("SELECT id FROM sms WHERE sid = 'sms00001'", params![])?
+                .int(0)?;
+            for (id, part) in [("002a010a", 1), ("msg-7", 2), ("0000", 3), ("0000", 3)] {
+                c.execute(
+                    "INSERT INTO sms_parts (network, message_id, sms_id, part, status, updated) \
+                     VALUES ('operator', $1, $2, $3, 'sent', 0)",
+                    params![id, sms, part],
+                )?;
+            }
+            Ok::<_, DbError>(())
+        })
+        .await
+        .expect("fill as release 16 did");
+    assert_eq!(migrate::run(store).await.expect("migrate"), vec![17]);
+    let parts = store
+        .read(|c| {
+            c.query(
+                "SELECT part, message_id FROM sms_parts ORDER BY part",
+                params![],
+            )?
+            .iter()
+            .map(|r| Ok((r.int(0)?, r.text(1)?)))
+            .collect::<Result<Vec<_>, DbError>>()
+        })
+        .await
+        .expect("read");
+    assert_eq!(
+        parts,
+        [
+            (1, "2a010a".to_owned()),
+            (2, "msg-7".to_owned()),
+            (3, "0".to_owned())
+        ]
+    );
+}
+
+#[tokio::test]
+async fn part_ids_are_keyed_sqlite() {
+    let (store, _dir) = common::sqlite().await;
+    part_ids_are_keyed(&store).await;
+}
+
+#[tokio::test]
+async fn part_ids_are_keyed_postgres() {
+    let Some((store, _schema)) = common::postgres("keys", &StoreOptions::default()).await else {
+        return;
+    };
+    part_ids_are_keyed(&store).await;
     drop(store);
 }
