@@ -16,6 +16,36 @@ use crate::resample::Resampling;
 /// Consecutive undecodable packets after which a stream is given up.
 const MAX_BAD_PACKETS: usize = 32;
 
+/// The sample rates a source may have: from 1 kHz to 384 kHz (the highest studio rate).
+/// Anything else is refused before any buffer or resampler is sized from it (a header may
+/// claim 2^31 Hz).
+pub(crate) const SOURCE_RATES: std::ops::RangeInclusive<u32> = 1_000..=384_000;
+
+/// Most channels a source may have (WAV allows 65,535 in its header).
+pub(crate) const MAX_CHANNELS: usize = 32;
+
+/// Source audio decoded beyond the duration limit before the conversion stops, whatever an
+/// edit list says to drop: room for encoder priming and padding, not for hours of audio
+/// hidden in front of the audible part.
+const DECODE_SLACK_MS: u64 = 2_000;
+
+/// Refuses a rate outside [`SOURCE_RATES`] or a channel count over [`MAX_CHANNELS`].
+fn check_shape(rate: u32, channels: usize) -> Result<(), ConvertError> {
+    if !SOURCE_RATES.contains(&rate) {
+        return Err(undecodable(format!(
+            "unsupported sample rate {rate} Hz (accepted: {} to {} Hz)",
+            SOURCE_RATES.start(),
+            SOURCE_RATES.end()
+        )));
+    }
+    if channels == 0 || channels > MAX_CHANNELS {
+        return Err(undecodable(format!(
+            "unsupported channel count {channels} (accepted: 1 to {MAX_CHANNELS})"
+        )));
+    }
+    Ok(())
+}
+
 fn undecodable(what: impl std::fmt::Display) -> ConvertError {
     ConvertError::Undecodable(what.to_string())
 }
@@ -45,6 +75,11 @@ pub(crate) fn decode(bytes: &[u8], max_duration_ms: u64) -> Result<Vec<f32>, Con
         .ok_or_else(|| undecodable("no audio track"))?;
     let track_id = track.id;
     let params = track.codec_params.clone();
+    // What the header claims is checked before a decoder sizes anything from it.
+    if let Some(rate) = params.sample_rate {
+        let channels = params.channels.map_or(1, |c| c.count());
+        check_shape(rate, channels)?;
+    }
     // MP4: the edit list says which decoded frames are audible (AAC priming and padding).
     let edit = if crate::sniff(bytes) == Some(crate::DeclaredType::Mp4) {
         crate::mp4edit::sound_edit(bytes)
@@ -61,7 +96,7 @@ pub(crate) fn decode(bytes: &[u8], max_duration_ms: u64) -> Result<Vec<f32>, Con
 }
 
 /// Takes decoded frames: downmixes them, applies the edit list, enforces the duration limit
-/// and feeds the resampler.
+/// (on the audio kept, and on every frame decoded) and feeds the resampler.
 struct Sink {
     max_duration_ms: u64,
     edit: Option<crate::mp4edit::Edit>,
@@ -69,6 +104,8 @@ struct Sink {
     stream: Option<(u32, Resampling, usize, usize)>,
     /// Source frames accepted so far.
     taken: u64,
+    /// Source frames decoded so far, kept or dropped.
+    decoded: u64,
     mono: Vec<f32>,
 }
 
@@ -79,6 +116,7 @@ impl Sink {
             edit,
             stream: None,
             taken: 0,
+            decoded: 0,
             mono: Vec::new(),
         }
     }
@@ -90,8 +128,15 @@ impl Sink {
         channels: usize,
         rate: u32,
     ) -> Result<(), ConvertError> {
-        if channels == 0 || rate == 0 {
-            return Err(undecodable("a stream without channels or sample rate"));
+        check_shape(rate, channels)?;
+        // Every decoded frame counts: an edit list that drops most of the stream does not
+        // buy decoding time beyond the limit.
+        self.decoded += (interleaved.len() / channels) as u64;
+        let budget_ms = self.max_duration_ms.saturating_add(DECODE_SLACK_MS);
+        if self.decoded > budget_ms.saturating_mul(u64::from(rate)) / 1000 {
+            return Err(ConvertError::TooLong {
+                limit_ms: self.max_duration_ms,
+            });
         }
         let (stream_rate, resampler, skip, keep) = match &mut self.stream {
             Some(stream) => stream,

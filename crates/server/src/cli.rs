@@ -55,6 +55,12 @@ pub struct Settings {
     /// Milliseconds between two SMS statuses on the simulated network [default: 200].
     #[arg(long, env = "DIALTONE_SIM_STEP", global = true)]
     pub sim_step: Option<i64>,
+    /// Most memory an audio conversion may map, in MiB [default: 256].
+    #[arg(long, env = "DIALTONE_AUDIO_MEMORY_MB", global = true)]
+    pub audio_memory_mb: Option<u64>,
+    /// Most CPU time an audio conversion may use, in seconds [default: 60].
+    #[arg(long, env = "DIALTONE_AUDIO_CPU_SECS", global = true)]
+    pub audio_cpu_secs: Option<u64>,
     /// Run the simulated network and /sandbox; false: only SMPP connectors carry SMS and a
     /// destination none routes is refused [default: true].
     #[arg(long, env = "DIALTONE_SIMULATED_NETWORK", global = true)]
@@ -119,6 +125,10 @@ pub enum Command {
     /// Manage prepaid credit.
     #[command(subcommand)]
     Credit(CreditCommand),
+    /// Convert one audio file from stdin to stdout under a memory and CPU budget (the
+    /// server runs it as a child process; not for people).
+    #[command(hide = true)]
+    ConvertAudio(crate::media::converter::ChildArgs),
 }
 
 /// Credit commands.
@@ -252,6 +262,12 @@ impl Settings {
         }
         if let Some(n) = self.db_connections.or(file.db_connections) {
             config.db_connections = n.clamp(1, 64);
+        }
+        if let Some(mb) = self.audio_memory_mb.or(file.audio_memory_mb) {
+            config.audio_memory_mb = mb.clamp(64, 16 * 1024);
+        }
+        if let Some(secs) = self.audio_cpu_secs.or(file.audio_cpu_secs) {
+            config.audio_cpu_secs = secs.clamp(1, 3600);
         }
         if let Some(on) = self.simulated_network.or(file.simulated_network) {
             config.simulated_network = on;

@@ -67,6 +67,13 @@ pub struct Config {
     pub audio_max_bytes: usize,
     /// Longest audio accepted, in milliseconds (longer ends in `error`, "too long").
     pub audio_max_duration_ms: u64,
+    /// Most memory one audio conversion (a child process) may map, in MiB.
+    pub audio_memory_mb: u64,
+    /// Most CPU time one audio conversion may use, in seconds.
+    pub audio_cpu_secs: u64,
+    /// The dialtone binary that runs conversions (`dialtone convert-audio`); None: this
+    /// process's own executable.
+    pub audio_converter: Option<PathBuf>,
     /// Requests per second each account may make to this node (0: no limit); the operator
     /// overrides it per account.
     pub rate_limit: i64,
@@ -101,6 +108,10 @@ pub struct FileConfig {
     pub db_connections: Option<usize>,
     /// See [`Config::simulated_network`].
     pub simulated_network: Option<bool>,
+    /// See [`Config::audio_memory_mb`].
+    pub audio_memory_mb: Option<u64>,
+    /// See [`Config::audio_cpu_secs`].
+    pub audio_cpu_secs: Option<u64>,
     /// See [`Config::sim_step_ms`].
     pub sim_step_ms: Option<i64>,
     /// See [`Config::shared_sender`].
@@ -168,6 +179,9 @@ impl Config {
             credit_shutdown: dialtone_domain::Money::ZERO,
             audio_max_bytes: 20 * 1024 * 1024,
             audio_max_duration_ms: 10 * 60 * 1000,
+            audio_memory_mb: 256,
+            audio_cpu_secs: 60,
+            audio_converter: None,
             rate_limit: 0,
             rate_burst: 0,
             header_timeout_ms: 30_000,

@@ -29,9 +29,25 @@ fn init_logging(format: LogFormat) {
     }
 }
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
+fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    // The audio converter's child process: synchronous, no runtime, no configuration.
+    if let Some(Command::ConvertAudio(args)) = &cli.command {
+        return dialtone::media::converter::run_child(args);
+    }
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(run(cli)),
+        Err(e) => {
+            eprintln!("dialtone: cannot start the runtime: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> std::process::ExitCode {
     let config = match cli.settings.resolve() {
         Ok(c) => c,
         Err(e) => {
@@ -51,6 +67,7 @@ async fn main() -> std::process::ExitCode {
         Command::Rates(cmd) => rates(config, cmd).await,
         Command::Sender(cmd) => sender(config, cmd).await,
         Command::Credit(cmd) => credit(config, cmd).await,
+        Command::ConvertAudio(_) => Ok(()),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

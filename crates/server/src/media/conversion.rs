@@ -3,11 +3,13 @@
 //! `error`, each move emitting `media.library.status_update` in the same transaction.
 //!
 //! A node that dies mid-conversion leaves its jobs leased; when the lease runs out another
-//! tick claims them again (the file is already `processing`, so no second event). A job
-//! claimed [`MAX_ATTEMPTS`] times without finishing (content that kills its worker) ends in
-//! `error`.
+//! tick claims them again (the file is already `processing`, so no second event). Each claim
+//! counts an attempt before the conversion starts: a job claimed [`MAX_ATTEMPTS`] times
+//! without finishing ends in `error`. Conversions run in a child process with a memory and
+//! CPU budget (`converter`), so content that kills its decoder ends in `error` at once and
+//! never takes this process down.
 
-use dialtone_media::{DeclaredType, convert};
+use dialtone_media::DeclaredType;
 use dialtone_store::DbError;
 use dialtone_store::audio_files::{self, Claimed, Outcome};
 
@@ -51,15 +53,17 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
     }
     let count = claimed.len();
     let limits = super::limits(state);
+    let budget = super::budget(state);
     let mut tasks = tokio::task::JoinSet::new();
     for job in claimed {
-        tasks.spawn_blocking(move || {
+        let budget = budget.clone();
+        tasks.spawn(async move {
             let outcome = if job.attempts > MAX_ATTEMPTS {
                 Outcome::Failed(format!(
                     "undecodable: the conversion did not complete after {MAX_ATTEMPTS} attempts"
                 ))
             } else {
-                run(&job, &limits)
+                run(&job, &budget, &limits).await
             };
             (job, outcome)
         });
@@ -87,15 +91,21 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
     Ok(count)
 }
 
-/// Converts one job's content; never panics out (the converter catches decoder panics).
-fn run(job: &Claimed, limits: &dialtone_media::Limits) -> Outcome {
+/// Converts one job's content in a child process within the budget: whatever the content
+/// does to the decoder, this process lives on.
+async fn run(
+    job: &Claimed,
+    budget: &super::converter::Budget,
+    limits: &dialtone_media::Limits,
+) -> Outcome {
     let Some(declared) = DeclaredType::from_content_type(&job.content_type) else {
         return Outcome::Failed(format!(
             "not audio: unsupported content type {:?}",
             job.content_type
         ));
     };
-    match convert(&job.original, declared, limits) {
+    let converted = super::converter::convert(budget, job.original.clone(), declared, limits).await;
+    match converted {
         Ok(done) => Outcome::Ready {
             duration_ms: i64::try_from(done.duration_ms).unwrap_or(i64::MAX),
             wav: done.wav,

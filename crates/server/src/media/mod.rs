@@ -5,6 +5,7 @@
 //! of a PostgreSQL deployment serves them and any node's worker converts them.
 
 pub mod conversion;
+pub mod converter;
 pub mod geo;
 pub mod multipart;
 pub mod phone_recording;
@@ -26,6 +27,20 @@ pub fn limits(state: &AppState) -> Limits {
     Limits {
         max_bytes: state.config.audio_max_bytes,
         max_duration_ms: state.config.audio_max_duration_ms,
+    }
+}
+
+/// Where and within which budget this server converts audio.
+pub fn budget(state: &AppState) -> converter::Budget {
+    converter::Budget {
+        binary: state
+            .config
+            .audio_converter
+            .clone()
+            .or_else(|| std::env::current_exe().ok())
+            .unwrap_or_else(|| "dialtone".into()),
+        memory_mb: state.config.audio_memory_mb,
+        cpu_secs: state.config.audio_cpu_secs,
     }
 }
 

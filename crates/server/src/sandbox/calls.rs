@@ -222,21 +222,16 @@ pub async fn audio(
         .ok_or_else(|| {
             ApiError::bad_request("unsupported_format", "the audio format is not supported")
         })?;
-    let limits = dialtone_media::Limits {
-        max_bytes: state.config.audio_max_bytes,
-        max_duration_ms: state.config.audio_max_duration_ms,
-    };
-    let bytes = body.to_vec();
-    let converted =
-        tokio::task::spawn_blocking(move || dialtone_media::convert(&bytes, declared, &limits))
-            .await
-            .map_err(ApiError::internal)?
-            .map_err(|e| {
-                ApiError::bad_request(
-                    "unsupported_format",
-                    format!("the audio cannot be used: {}", e.reason()),
-                )
-            })?;
+    let limits = crate::media::limits(&state);
+    let budget = crate::media::budget(&state);
+    let converted = crate::media::converter::convert(&budget, body.to_vec(), declared, &limits)
+        .await
+        .map_err(|e| {
+            ApiError::bad_request(
+                "unsupported_format",
+                format!("the audio cannot be used: {}", e.reason()),
+            )
+        })?;
     let (id, now) = (call.id, state.clock.now());
     state
         .store

@@ -76,7 +76,13 @@ async fn send_multipart(
 }
 
 /// Uploads a new audio file with content; returns its sid.
-async fn upload(app: &TestApp, acct: &TestAccount, name: &str, ct: &str, bytes: &[u8]) -> String {
+pub(crate) async fn upload(
+    app: &TestApp,
+    acct: &TestAccount,
+    name: &str,
+    ct: &str,
+    bytes: &[u8],
+) -> String {
     let (status, v) = send_multipart(
         app,
         acct,
@@ -90,14 +96,14 @@ async fn upload(app: &TestApp, acct: &TestAccount, name: &str, ct: &str, bytes: 
     v["sid"].as_str().expect("sid").to_owned()
 }
 
-async fn get(app: &TestApp, acct: &TestAccount, sid: &str) -> Value {
+pub(crate) async fn get(app: &TestApp, acct: &TestAccount, sid: &str) -> Value {
     let (status, v) = send(app.req(acct, Method::GET, &format!("/v2.0/audio-files/{sid}"))).await;
     assert_eq!(status, 200, "{v}");
     v
 }
 
 /// Runs the workers until nothing is left to do.
-async fn drain(app: &TestApp) {
+pub(crate) async fn drain(app: &TestApp) {
     for _ in 0..20 {
         if app.tick().await == 0 {
             return;

@@ -115,6 +115,8 @@ impl TestApp {
         config.dev_account = false;
         config.db_connections = 2;
         config.run_workers = false;
+        // Audio converts in a child process: this package's own binary.
+        config.audio_converter = Some(env!("CARGO_BIN_EXE_dialtone").into());
         let mut schema = None;
         if backend == Backend::Postgres {
             let admin_url = std::env::var("DIALTONE_TEST_DATABASE_URL").ok()?;

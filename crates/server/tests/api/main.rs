@@ -10,6 +10,7 @@ mod auth;
 mod billing;
 mod conventions;
 mod fuzz;
+mod hostile;
 mod idempotency;
 mod isolation;
 mod jsonrpc;

@@ -1,0 +1,152 @@
+//! The hostile group: what an attacker holding one account's API key (or a careless client)
+//! tries, against a real server, and what must hold: the server stays up, other accounts
+//! are served, every limit answers with the contract's error. docs/security.md quotes these.
+
+use dialtone_domain::Clock;
+use reqwest::Method;
+use serde_json::Value;
+
+use crate::audio_files::{drain, get, upload};
+use crate::both_backends;
+use crate::helpers::{TestApp, send};
+
+both_backends!(
+    an_audio_bomb_ends_in_error_and_the_server_lives,
+    a_decoder_that_dies_ends_its_file_in_error_at_once,
+    a_conversion_claimed_over_and_over_is_given_up,
+);
+
+/// A PCM WAV whose header claims `rate` Hz, with 8,000 bytes of silence (8,044 in all).
+fn wav_claiming(rate: u32) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(b"RIFF");
+    out.extend_from_slice(&(36u32 + 8_000).to_le_bytes());
+    out.extend_from_slice(b"WAVEfmt ");
+    out.extend_from_slice(&16u32.to_le_bytes());
+    out.extend_from_slice(&1u16.to_le_bytes());
+    out.extend_from_slice(&1u16.to_le_bytes());
+    out.extend_from_slice(&rate.to_le_bytes());
+    out.extend_from_slice(&rate.saturating_mul(2).to_le_bytes());
+    out.extend_from_slice(&2u16.to_le_bytes());
+    out.extend_from_slice(&16u16.to_le_bytes());
+    out.extend_from_slice(b"data");
+    out.extend_from_slice(&8_000u32.to_le_bytes());
+    out.resize(8_044, 0);
+    out
+}
+
+/// A fine WAV: `seconds` of silence at 48 kHz (96,000 bytes a second).
+fn wav_of(seconds: u32) -> Vec<u8> {
+    let data = seconds * 96_000;
+    let mut out = wav_claiming(48_000);
+    out.truncate(44);
+    out.resize(44 + data as usize, 0);
+    out[40..44].copy_from_slice(&data.to_le_bytes());
+    out[4..8].copy_from_slice(&(36 + data).to_le_bytes());
+    out
+}
+
+fn wav_ok() -> Vec<u8> {
+    wav_of(1)
+}
+
+async fn ping_ok(app: &TestApp, key: &crate::helpers::TestAccount) {
+    let (status, v) = send(app.req(key, Method::GET, "/v2.0/ping")).await;
+    assert_eq!(status, 200, "the server answers: {v}");
+}
+
+/// 8,044 bytes claiming 2,147,483,647 Hz (and 1 MHz): `error` with the reason, before any
+/// buffer is sized from the header; the server lives, and another account's file converts.
+async fn an_audio_bomb_ends_in_error_and_the_server_lives(app: TestApp) {
+    let attacker = app.account().await;
+    let victim = app.account().await;
+    let bombs = [
+        upload(
+            &app,
+            &attacker,
+            "bomb",
+            "audio/wav",
+            &wav_claiming(2_147_483_647),
+        )
+        .await,
+        upload(
+            &app,
+            &attacker,
+            "mhz",
+            "audio/wav",
+            &wav_claiming(1_000_000),
+        )
+        .await,
+    ];
+    let fine = upload(&app, &victim, "fine", "audio/wav", &wav_ok()).await;
+    drain(&app).await;
+    for (sid, rate) in bombs.iter().zip(["2147483647", "1000000"]) {
+        let file: Value = get(&app, &attacker, sid).await;
+        assert_eq!(file["status"], "error", "{file}");
+        let reason = file["error"].as_str().unwrap_or_default();
+        assert!(
+            reason.contains(&format!("unsupported sample rate {rate} Hz")),
+            "{file}"
+        );
+    }
+    ping_ok(&app, &victim).await;
+    let file = get(&app, &victim, &fine).await;
+    assert_eq!(file["status"], "ready", "{file}");
+}
+
+/// A decoder that runs out of its memory budget dies alone: the conversion ends in `error`
+/// with the reason at once, the server lives, and the same file converts within the real
+/// budget.
+async fn a_decoder_that_dies_ends_its_file_in_error_at_once(app: TestApp) {
+    let acct = app.account().await;
+    // 40 s at 48 kHz: 3.8 MB to hold, in a process allowed no new memory at all.
+    let big = wav_of(40);
+    let sid = upload(&app, &acct, "big", "audio/wav", &big).await;
+    let budget = dialtone::media::converter::Budget {
+        memory_mb: 4,
+        ..dialtone::media::budget(&app.state)
+    };
+    let converted = dialtone::media::converter::convert(
+        &budget,
+        big,
+        dialtone_media::DeclaredType::Wav,
+        &dialtone::media::limits(&app.state),
+    )
+    .await;
+    match converted {
+        Err(e) => assert!(e.to_string().contains("memory budget (4 MiB)"), "{e}"),
+        Ok(done) => panic!("converted {} ms in 4 MiB", done.duration_ms),
+    }
+    // The real budget converts the same file.
+    drain(&app).await;
+    assert_eq!(get(&app, &acct, &sid).await["status"], "ready");
+    ping_ok(&app, &acct).await;
+}
+
+/// A conversion whose node died under it three times (claimed, never finished) is given up
+/// at the next claim: each attempt is counted when it is claimed, before it starts.
+async fn a_conversion_claimed_over_and_over_is_given_up(app: TestApp) {
+    let acct = app.account().await;
+    let sid = upload(&app, &acct, "poison", "audio/wav", &wav_ok()).await;
+    for _ in 0..3 {
+        let now = app.clock.now();
+        let claimed = app
+            .state
+            .store
+            .write(move |c| dialtone_store::audio_files::claim_conversions(c, now, 120_000, 2))
+            .await
+            .expect("claim");
+        assert_eq!(claimed.len(), 1, "claimed by a node that then dies");
+        app.clock.advance_ms(120_001);
+    }
+    drain(&app).await;
+    let file = get(&app, &acct, &sid).await;
+    assert_eq!(file["status"], "error", "{file}");
+    assert!(
+        file["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("did not complete after 3 attempts"),
+        "{file}"
+    );
+}
