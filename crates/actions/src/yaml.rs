@@ -150,16 +150,31 @@ enum Open {
 
 /// Most nodes a document may expand to (aliases included): guards against alias bombs.
 const MAX_NODES: usize = 200_000;
+/// Most bytes a document may expand to (aliases included; each node counts its text and 16
+/// bytes more): a few aliases of a long string would otherwise multiply an 8 KB script into
+/// gigabytes with few nodes.
+const MAX_BYTES: usize = 1024 * 1024;
+/// What one node counts besides its text.
+const NODE_BYTES: usize = 16;
 /// Deepest nesting of lists and maps.
 const MAX_DEPTH: usize = 64;
 
 #[derive(Default)]
 struct Builder {
     stack: Vec<Open>,
-    anchors: HashMap<usize, (Node, usize)>,
+    /// Anchored nodes with their size (nodes, bytes).
+    anchors: HashMap<usize, (Node, Size)>,
     nodes: usize,
+    bytes: usize,
     root: Option<Node>,
     error: Option<ScenarioError>,
+}
+
+/// How much a tree expands to.
+#[derive(Debug, Clone, Copy, Default)]
+struct Size {
+    nodes: usize,
+    bytes: usize,
 }
 
 impl Builder {
@@ -171,7 +186,7 @@ impl Builder {
 
     fn push_node(&mut self, node: Node, anchor: usize) {
         if anchor > 0 {
-            let size = count(&node);
+            let size = measure(&node);
             self.anchors.insert(anchor, (node.clone(), size));
         }
         match self.stack.last_mut() {
@@ -206,7 +221,8 @@ impl MarkedEventReceiver for Builder {
                 if self.error.is_some() => {}
             Event::Scalar(text, style, anchor, tag) => {
                 self.nodes += 1;
-                if self.nodes > MAX_NODES {
+                self.bytes += text.len() + NODE_BYTES;
+                if self.nodes > MAX_NODES || self.bytes > MAX_BYTES {
                     self.fail(line, column, "the document is too large");
                     return;
                 }
@@ -260,15 +276,20 @@ impl MarkedEventReceiver for Builder {
                 }
             }
             Event::Alias(id) => {
-                let found = self.anchors.get(&id).map(|(n, size)| (n.clone(), *size));
-                let node = match found {
-                    Some((n, size)) => {
-                        self.nodes += size;
-                        if self.nodes > MAX_NODES {
+                // Measured before anything is copied.
+                let size = self.anchors.get(&id).map(|(_, size)| *size);
+                let node = match size {
+                    Some(size) => {
+                        self.nodes = self.nodes.saturating_add(size.nodes);
+                        self.bytes = self.bytes.saturating_add(size.bytes);
+                        if self.nodes > MAX_NODES || self.bytes > MAX_BYTES {
                             self.fail(line, column, "aliases expand the document too much");
                             return;
                         }
-                        n
+                        match self.anchors.get(&id) {
+                            Some((n, _)) => n.clone(),
+                            None => return,
+                        }
                     }
                     None => {
                         if self.error.is_none() {
@@ -291,17 +312,26 @@ impl MarkedEventReceiver for Builder {
     }
 }
 
-/// The number of nodes in a tree.
-fn count(node: &Node) -> usize {
+/// The nodes and bytes of a tree.
+fn measure(node: &Node) -> Size {
+    let add = |a: Size, b: Size| Size {
+        nodes: a.nodes.saturating_add(b.nodes),
+        bytes: a.bytes.saturating_add(b.bytes),
+    };
+    let own = Size {
+        nodes: 1,
+        bytes: NODE_BYTES,
+    };
     match &node.value {
-        NodeValue::Scalar(_) => 1,
-        NodeValue::Seq(items) => 1 + items.iter().map(count).sum::<usize>(),
-        NodeValue::Map(pairs) => {
-            1 + pairs
-                .iter()
-                .map(|(k, v)| count(k) + count(v))
-                .sum::<usize>()
-        }
+        NodeValue::Scalar(s) => Size {
+            nodes: 1,
+            bytes: s.text.len() + NODE_BYTES,
+        },
+        NodeValue::Seq(items) => items.iter().map(measure).fold(own, add),
+        NodeValue::Map(pairs) => pairs
+            .iter()
+            .map(|(k, v)| add(measure(k), measure(v)))
+            .fold(own, add),
     }
 }
 
@@ -435,6 +465,19 @@ mod tests {
             prev = name;
         }
         let err = load(&bomb).expect_err("bomb");
+        assert!(err.message.contains("expand"), "{err}");
+        // Few nodes, many bytes: a 4 KB string aliased 10 x 10 x 10 times.
+        let mut wide = format!("a: &a \"{}\"\n", "x".repeat(4_000));
+        let mut prev = 'a';
+        for name in ['b', 'c', 'd'] {
+            wide.push_str(&format!(
+                "{name}: &{name} [{}]\n",
+                vec![format!("*{prev}"); 10].join(", ")
+            ));
+            prev = name;
+        }
+        assert!(wide.len() < 8_192, "{}", wide.len());
+        let err = load(&wide).expect_err("wide");
         assert!(err.message.contains("expand"), "{err}");
         let deep = format!("{}{}", "[".repeat(100), "]".repeat(100));
         let err = load(&deep).expect_err("deep");

@@ -56,6 +56,38 @@ fn an_infinite_loop_fails_quickly_on_cpu_time() {
     assert_eq!(step.log[0].message, "2");
 }
 
+/// A catastrophic regular expression (exponential backtracking) stops at the CPU limit like
+/// any other script: the regex engine polls the same interrupt.
+#[test]
+fn a_catastrophic_regular_expression_stops_at_the_cpu_limit() {
+    for expr in [
+        "/(a+)+$/.test('a'.repeat(27) + 'b')",
+        "'a'.repeat(30).concat('!').replace(/^(a|a)+$/, 'x')",
+        "new RegExp('(x+x+)+y').exec('x'.repeat(40))",
+    ] {
+        let sc = api(&format!(
+            "- action: log@v1\n  params: {{ message: \"${{{{ {expr} }}}}\" }}"
+        ));
+        let started = Instant::now();
+        let error = failure(&start(
+            &sc,
+            "api-initiated",
+            api_context(),
+            &Limits::default(),
+        ));
+        let took = started.elapsed();
+        assert!(
+            error.contains("CPU time limit of 100 ms"),
+            "{expr}: {error}"
+        );
+        assert!(took < Duration::from_millis(1_000), "{expr}: {took:?}");
+    }
+    let ok = api("- action: log@v1\n  params: { message: '${{ /^[0-9]+$/.test(\"123\") }}' }");
+    let step = start(&ok, "api-initiated", api_context(), &Limits::default());
+    assert_eq!(step.outcome, Outcome::Completed);
+    assert_eq!(step.log[0].message, "true");
+}
+
 #[test]
 fn the_cpu_limit_is_configurable() {
     let sc = api(

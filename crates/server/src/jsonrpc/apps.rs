@@ -85,7 +85,7 @@ pub async fn create(call: &Call<'_>) -> Result<Value, RpcError> {
     let name = call.string(1, "name")?;
     check_name(&name)?;
     let script = script_of(call.param(2), 2)?;
-    crate::scenarios::validate(&script)?;
+    crate::scenarios::validate(call.state, call.caller.account.id, &script).await?;
     let (account, now) = (call.caller.account.id, call.state.clock.now());
     let s = call
         .state
@@ -105,7 +105,7 @@ pub async fn edit(call: &Call<'_>) -> Result<Value, RpcError> {
         options => Some(script_of(options, 2)?),
     };
     if let Some(s) = &script {
-        crate::scenarios::validate(s)?;
+        crate::scenarios::validate(call.state, call.caller.account.id, s).await?;
     }
     let (account, now) = (call.caller.account.id, call.state.clock.now());
     let s = call

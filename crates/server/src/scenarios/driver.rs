@@ -138,7 +138,7 @@ async fn interpret(state: &AppState, run: &Run, trigger: &Trigger) -> anyhow::Re
     let trigger = trigger.clone();
     let step = state
         .engine
-        .run(move || match (trigger, stored) {
+        .run(run.account_id, move || match (trigger, stored) {
             (Trigger::Start, Stored::Start { branch, context }) => {
                 Some(start(&scenario, &branch, context, &limits))
             }

@@ -38,15 +38,27 @@ pub fn invalid(e: &ScenarioError) -> ApiError {
     }
 }
 
-/// Parses and validates a script as the API receives it.
-pub fn validate(script: &str) -> Result<Scenario, ApiError> {
+/// Parses and validates a script as the API receives it, on the scenario engine's threads
+/// in the account's turn (never on the request threads): a hostile script costs its own
+/// account's share of the engine, within the parser's node, byte and depth bounds.
+pub async fn validate(
+    state: &crate::state::AppState,
+    account: i64,
+    script: &str,
+) -> Result<Scenario, ApiError> {
     if script.trim().is_empty() || script.chars().count() > MAX_SCRIPT {
         return Err(ApiError::invalid(
             "script",
             format!("must be 1 to {MAX_SCRIPT} characters"),
         ));
     }
-    parse_scenario(script).map_err(|e| invalid(&e))
+    let script = script.to_owned();
+    state
+        .engine
+        .run(account, move || parse_scenario(&script))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(|e| invalid(&e))
 }
 
 /// Parsed scripts by text, so that resuming a run does not parse its script again.

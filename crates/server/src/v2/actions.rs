@@ -219,7 +219,7 @@ pub async fn create(
         checks.fail("format", "only yaml is supported");
     }
     checks.finish()?;
-    crate::scenarios::validate(&b.script)?;
+    crate::scenarios::validate(&state, caller.account.id, &b.script).await?;
     let (account, now) = (caller.account.id, state.clock.now());
     let s = state
         .store
@@ -266,7 +266,7 @@ pub async fn update(
     }
     checks.finish()?;
     if let Some(script) = &b.script {
-        crate::scenarios::validate(script)?;
+        crate::scenarios::validate(&state, caller.account.id, script).await?;
     }
     let (account, now) = (caller.account.id, state.clock.now());
     let s = state

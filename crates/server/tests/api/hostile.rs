@@ -14,7 +14,119 @@ both_backends!(
     an_audio_bomb_ends_in_error_and_the_server_lives,
     a_decoder_that_dies_ends_its_file_in_error_at_once,
     a_conversion_claimed_over_and_over_is_given_up,
+    a_yaml_alias_bomb_is_refused_quickly,
 );
+
+/// One account's 200 runs whose script spins until the CPU limit (100 ms each: 10 s of
+/// work on two cores) do not hold up another account's one-line run: it starts on the
+/// engine thread the spinning account may not take. Real time is the point: measured and
+/// bounded (SQLite only: the engine is the same whatever the database).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_at_its_cpu_limit_does_not_delay_another_account() {
+    let app = TestApp::spawn(crate::helpers::Backend::Sqlite)
+        .await
+        .expect("sqlite app");
+    let hog = app.account().await;
+    let other = app.account().await;
+    let spin = crate::actions::scenario(
+        &app,
+        &hog,
+        "branches:\n  api-initiated:\n    actions:\n      - action: javascript@v1\n        params: {code: 'while (true) {}'}\n",
+    )
+    .await;
+    let quick = crate::actions::scenario(
+        &app,
+        &other,
+        "branches:\n  api-initiated:\n    actions:\n      - action: log@v1\n        params: {message: \"${{ 1 + 1 }}\"}\n",
+    )
+    .await;
+    let alone = run_until_done(&app, &other, &quick).await;
+    for _ in 0..200 {
+        let (status, v) =
+            send(app.req(&hog, Method::POST, &format!("/v2.0/actions/{spin}/runs"))).await;
+        assert_eq!(status, 202, "{v}");
+    }
+    let mut loaded = Vec::new();
+    for _ in 0..5 {
+        loaded.push(run_until_done(&app, &other, &quick).await);
+    }
+    loaded.sort();
+    let median = loaded[2];
+    eprintln!("one-line run: alone {alone:?}, beside 200 spinning runs {loaded:?}");
+    assert!(
+        median < alone + std::time::Duration::from_millis(50),
+        "alone {alone:?}, beside the hog {loaded:?}"
+    );
+}
+
+/// Starts a run of `scenario` and polls it (every 2 ms) until it is no longer running:
+/// the time from the request to its end.
+async fn run_until_done(
+    app: &TestApp,
+    acct: &crate::helpers::TestAccount,
+    scenario: &str,
+) -> std::time::Duration {
+    let started = std::time::Instant::now();
+    let (status, v) = send(app.req(
+        acct,
+        Method::POST,
+        &format!("/v2.0/actions/{scenario}/runs"),
+    ))
+    .await;
+    assert_eq!(status, 202, "{v}");
+    let run = v["runId"].as_str().expect("runId").to_owned();
+    loop {
+        let (_, r) = send(app.req(
+            acct,
+            Method::GET,
+            &format!("/v2.0/actions/{scenario}/runs/{run}"),
+        ))
+        .await;
+        if r["status"] != "running" {
+            assert_eq!(r["status"], "completed", "{r}");
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "never ended: {r}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+}
+
+/// An 8 KB script whose aliases expand a 4 KB string a thousand times (4 MB, few nodes) is
+/// refused at once with the line and column, and the server serves on.
+async fn a_yaml_alias_bomb_is_refused_quickly(app: TestApp) {
+    let acct = app.account().await;
+    let mut bomb = format!("variables:\n  a: &a \"{}\"\n", "x".repeat(4_000));
+    let mut prev = 'a';
+    for name in ['b', 'c', 'd', 'e'] {
+        bomb.push_str(&format!(
+            "  {name}: &{name} [{}]\n",
+            vec![format!("*{prev}"); 10].join(", ")
+        ));
+        prev = name;
+    }
+    bomb.push_str("branches:\n  api-initiated:\n    actions:\n      - action: log@v1\n        params: {message: hi}\n");
+    assert!(bomb.len() < 8_192, "{}", bomb.len());
+    let started = std::time::Instant::now();
+    let (status, body) = send(
+        app.req(&acct, Method::POST, "/v2.0/actions")
+            .json(&serde_json::json!({"name": "bomb", "script": bomb})),
+    )
+    .await;
+    crate::helpers::assert_error(status, &body, 400, "invalid_scenario");
+    assert!(
+        body["message"].as_str().unwrap_or("").contains("expand"),
+        "{body}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    ping_ok(&app, &acct).await;
+}
 
 /// A PCM WAV whose header claims `rate` Hz, with 8,000 bytes of silence (8,044 in all).
 fn wav_claiming(rate: u32) -> Vec<u8> {
