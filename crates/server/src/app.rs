@@ -55,6 +55,7 @@ impl Application {
         connectors.extend(admin_connectors(&store, &config.smpp).await?);
         let (networks, carrier_events) = Networks::start(&connectors, simulated.clone());
         let http = webhooks::delivery::client(config.webhook_timeout_ms);
+        let state_config_failures = config.auth_failures_per_minute;
         let state = AppState::new(Shared {
             store,
             clock,
@@ -73,6 +74,7 @@ impl Application {
             rates: Arc::default(),
             keys: Arc::default(),
             limiter: Arc::default(),
+            auth_guard: http::guard::AuthGuard::new(config_threads(), state_config_failures),
         });
         // The routes (with the OpenAPI document) are built on another core while the
         // first start fills the inventory and rates.
@@ -124,8 +126,18 @@ impl Application {
             ))
         });
         let header_timeout = Duration::from_millis(self.state.config.header_timeout_ms);
-        let served =
-            crate::serve::serve(self.listener, self.router, header_timeout, shutdown).await;
+        let connections = http::client::Connections::new(
+            self.state.config.max_connections,
+            self.state.config.max_connections_per_ip,
+        );
+        let served = crate::serve::serve(
+            self.listener,
+            self.router,
+            header_timeout,
+            connections,
+            shutdown,
+        )
+        .await;
         stop_workers.cancel();
         if let Some(mut w) = worker {
             // The tick in progress finishes, within a bound: a tick waiting on slow webhook
@@ -209,10 +221,10 @@ pub fn router(state: AppState) -> Router {
         app = app.merge(admin::router(state.clone()));
     }
     let max_body = state.config.max_body_bytes;
-    let body_timeout = Duration::from_millis(state.config.body_timeout_ms);
     app.fallback(http::fallback)
-        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
-            body_timeout,
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            http::body::deadline,
         ))
         .layer(axum::middleware::from_fn(http::contract_errors))
         .layer(DefaultBodyLimit::max(max_body))

@@ -61,6 +61,19 @@ pub struct Settings {
     /// Most CPU time an audio conversion may use, in seconds [default: 60].
     #[arg(long, env = "DIALTONE_AUDIO_CPU_SECS", global = true)]
     pub audio_cpu_secs: Option<u64>,
+    /// Most connections open at once [default: from the open-file limit, at most 8192].
+    #[arg(long, env = "DIALTONE_MAX_CONNECTIONS", global = true)]
+    pub max_connections: Option<usize>,
+    /// Most connections open at once from one client address [default: 256].
+    #[arg(long, env = "DIALTONE_MAX_CONNECTIONS_PER_IP", global = true)]
+    pub max_connections_per_ip: Option<usize>,
+    /// Failed authentications per client address a minute before it is refused for the
+    /// rest of it (0: no limit) [default: 20].
+    #[arg(long, env = "DIALTONE_AUTH_FAILURES_PER_MINUTE", global = true)]
+    pub auth_failures_per_minute: Option<u32>,
+    /// Seconds a request body may take from the start of the request [default: 60].
+    #[arg(long, env = "DIALTONE_BODY_TIMEOUT", global = true)]
+    pub body_timeout: Option<u64>,
     /// Run the simulated network and /sandbox; false: only SMPP connectors carry SMS and a
     /// destination none routes is refused [default: true].
     #[arg(long, env = "DIALTONE_SIMULATED_NETWORK", global = true)]
@@ -262,6 +275,21 @@ impl Settings {
         }
         if let Some(n) = self.db_connections.or(file.db_connections) {
             config.db_connections = n.clamp(1, 64);
+        }
+        if let Some(n) = self.max_connections.or(file.max_connections) {
+            config.max_connections = n.clamp(1, 1_000_000);
+        }
+        if let Some(n) = self.max_connections_per_ip.or(file.max_connections_per_ip) {
+            config.max_connections_per_ip = n.clamp(1, 1_000_000);
+        }
+        if let Some(n) = self
+            .auth_failures_per_minute
+            .or(file.auth_failures_per_minute)
+        {
+            config.auth_failures_per_minute = n;
+        }
+        if let Some(secs) = self.body_timeout.or(file.body_timeout) {
+            config.body_timeout_ms = secs.clamp(1, 3600) * 1000;
         }
         if let Some(mb) = self.audio_memory_mb.or(file.audio_memory_mb) {
             config.audio_memory_mb = mb.clamp(64, 16 * 1024);

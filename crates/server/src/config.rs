@@ -81,8 +81,16 @@ pub struct Config {
     pub rate_burst: i64,
     /// How long a client has to send a request's headers before its connection is closed.
     pub header_timeout_ms: u64,
-    /// How long a request body may stall before the request is refused.
+    /// How long a request body may take, from the start of the request, before the request
+    /// is refused.
     pub body_timeout_ms: u64,
+    /// Most connections open at once.
+    pub max_connections: usize,
+    /// Most connections open at once from one client address.
+    pub max_connections_per_ip: usize,
+    /// Failed authentications a client address may make in a minute before it is refused
+    /// (429) for the rest of it (0: no limit).
+    pub auth_failures_per_minute: u32,
     /// SMPP connectors (`[[smpp]]` tables of the TOML file); none: every SMS goes to the
     /// simulated network.
     pub smpp: Vec<SmppConfig>,
@@ -134,6 +142,14 @@ pub struct FileConfig {
     pub rate_limit: Option<i64>,
     /// See [`Config::rate_burst`].
     pub rate_burst: Option<i64>,
+    /// See [`Config::max_connections`].
+    pub max_connections: Option<usize>,
+    /// See [`Config::max_connections_per_ip`].
+    pub max_connections_per_ip: Option<usize>,
+    /// See [`Config::auth_failures_per_minute`].
+    pub auth_failures_per_minute: Option<u32>,
+    /// See [`Config::body_timeout_ms`] (seconds).
+    pub body_timeout: Option<u64>,
     /// See [`Config::smpp`].
     pub smpp: Option<Vec<SmppConfig>>,
 }
@@ -186,6 +202,9 @@ impl Config {
             rate_burst: 0,
             header_timeout_ms: 30_000,
             body_timeout_ms: 60_000,
+            max_connections: crate::http::client::default_max_connections(),
+            max_connections_per_ip: 256,
+            auth_failures_per_minute: 20,
             smpp: Vec::new(),
         }
     }

@@ -68,4 +68,6 @@ pub struct Shared {
     pub keys: Arc<dialtone_store::key_cache::KeyCache>,
     /// Per-account request rate limits of this node.
     pub limiter: Arc<crate::http::rate_limit::RateLimiter>,
+    /// Password checks a few at a time, and failed authentications per client address.
+    pub auth_guard: crate::http::guard::AuthGuard,
 }

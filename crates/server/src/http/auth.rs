@@ -8,7 +8,7 @@ use axum::http::request::Parts;
 use base64::Engine;
 use dialtone_domain::Sid;
 use dialtone_domain::account::AccountStatus;
-use dialtone_domain::credentials::{hash_api_key, verify_password};
+use dialtone_domain::credentials::hash_api_key;
 use dialtone_store::accounts::{self, Account};
 
 use super::error::{ApiError, ApiResult};
@@ -81,7 +81,21 @@ impl FromRequestParts<AppState> for Caller {
         if let Some(caller) = parts.extensions.get::<Caller>() {
             return Ok(caller.clone());
         }
-        let caller = authenticate(parts, state).await?;
+        let client = parts
+            .extensions
+            .get::<super::client::ClientAddr>()
+            .map(|c| c.0);
+        let now = state.clock.now();
+        state.auth_guard.check_client(client, now)?;
+        let caller = match authenticate(parts, state).await {
+            Ok(caller) => caller,
+            Err(e) => {
+                if e.code == "auth_error" {
+                    state.auth_guard.failed(client, now);
+                }
+                return Err(e);
+            }
+        };
         state
             .limiter
             .admit(&state.config, &caller.account, state.clock.now())?;
@@ -146,8 +160,26 @@ pub struct LegacyCaller {
     pub account: Account,
 }
 
-/// Authenticates Basic `login:password` or `Authorization: Api-Key KEY`.
-pub async fn legacy_caller(headers: &HeaderMap, state: &AppState) -> ApiResult<LegacyCaller> {
+/// Authenticates Basic `login:password` or `Authorization: Api-Key KEY` from `client`: a
+/// client that failed too often this minute is refused first (429), and every failure
+/// counts.
+pub async fn legacy_caller(
+    headers: &HeaderMap,
+    client: Option<std::net::IpAddr>,
+    state: &AppState,
+) -> ApiResult<LegacyCaller> {
+    let now = state.clock.now();
+    state.auth_guard.check_client(client, now)?;
+    let result = legacy_authenticate(headers, state).await;
+    if let Err(e) = &result
+        && e.code == "auth_error"
+    {
+        state.auth_guard.failed(client, now);
+    }
+    result
+}
+
+async fn legacy_authenticate(headers: &HeaderMap, state: &AppState) -> ApiResult<LegacyCaller> {
     let auth = header(headers, "authorization")?.ok_or_else(|| {
         ApiError::auth("missing credentials: use Basic login:password or Api-Key")
     })?;
@@ -169,19 +201,19 @@ pub async fn legacy_caller(headers: &HeaderMap, state: &AppState) -> ApiResult<L
             .lookup(move |c| accounts::by_login(c, &login))
             .await?
     };
-    let Some((account, stored)) = found else {
-        return Err(ApiError::auth("invalid login or password"));
+    // An unknown login is checked against a decoy at the same cost as a wrong password.
+    let (account, stored) = match found {
+        Some((account, stored)) => (Some(account), Some(stored)),
+        None => (None, None),
     };
-    // argon2 is deliberately slow: keep it off the async threads.
-    let ok = tokio::task::spawn_blocking(move || verify_password(&password, &stored))
-        .await
-        .unwrap_or(false);
-    if ok {
-        state
-            .limiter
-            .admit(&state.config, &account, state.clock.now())?;
-        Ok(LegacyCaller { account })
-    } else {
-        Err(ApiError::auth("invalid login or password"))
+    let ok = state.auth_guard.verify(password, stored).await?;
+    match account {
+        Some(account) if ok => {
+            state
+                .limiter
+                .admit(&state.config, &account, state.clock.now())?;
+            Ok(LegacyCaller { account })
+        }
+        _ => Err(ApiError::auth("invalid login or password")),
     }
 }

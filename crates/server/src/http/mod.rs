@@ -3,8 +3,11 @@
 //! the contract's JSON body on errors the router produces itself (404, 405, 413).
 
 pub mod auth;
+pub mod body;
+pub mod client;
 pub mod error;
 pub mod extract;
+pub mod guard;
 pub mod idempotency;
 pub mod rate_limit;
 pub mod search;

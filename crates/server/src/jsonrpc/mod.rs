@@ -13,7 +13,7 @@ mod webhooks;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
@@ -175,7 +175,33 @@ fn answer(id: Value, outcome: Result<Value, RpcError>) -> Response {
         .into_response()
 }
 
-async fn handle(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+/// Authenticates from the headers first: an unauthenticated request's body is never read
+/// (its answer's `id` is then null, as for a request whose id cannot be known).
+async fn handle(State(state): State<AppState>, req: axum::extract::Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let client = parts
+        .extensions
+        .get::<crate::http::client::ClientAddr>()
+        .map(|c| c.0);
+    let caller = match legacy_caller(&parts.headers, client, &state).await {
+        Ok(c) => c,
+        Err(e) if e.code == "auth_error" => {
+            return answer(Value::Null, Err(RpcError::new(codes::AUTH, e.message)));
+        }
+        Err(e) => return answer(Value::Null, Err(e.into())),
+    };
+    let body: Bytes = match axum::body::to_bytes(body, state.config.max_body_bytes).await {
+        Ok(b) => b,
+        Err(e) => {
+            return answer(
+                Value::Null,
+                Err(RpcError::new(
+                    codes::PARSE_ERROR,
+                    format!("parse error: the body could not be read ({e})"),
+                )),
+            );
+        }
+    };
     let request: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
         Err(e) => {
@@ -192,13 +218,6 @@ async fn handle(State(state): State<AppState>, headers: HeaderMap, body: Bytes) 
     let (method, params) = match parse_request(&request) {
         Ok(v) => v,
         Err(e) => return answer(id, Err(e)),
-    };
-    let caller = match legacy_caller(&headers, &state).await {
-        Ok(c) => c,
-        Err(e) if e.code == "auth_error" => {
-            return answer(id, Err(RpcError::new(codes::AUTH, e.message)));
-        }
-        Err(e) => return answer(id, Err(e.into())),
     };
     let call = Call {
         state: &state,

@@ -14,6 +14,7 @@ use dialtone_store::sms::{self as store, SmsFilter};
 use serde_json::{Map, Value, json};
 
 use crate::http::auth::{LegacyCaller, legacy_caller};
+use crate::http::client::Client;
 use crate::http::error::ApiError;
 use crate::sms::{self, Outgoing, legacy};
 use crate::state::AppState;
@@ -32,18 +33,34 @@ struct Answer(Result<Value, ApiError>);
 impl IntoResponse for Answer {
     fn into_response(self) -> Response {
         match self.0 {
-            Ok(data) => (StatusCode::OK, axum::Json(json!({"status": "success", "data": data}))).into_response(),
-            Err(e) => (
-                e.status,
-                axum::Json(json!({"status": "error", "data": {"code": e.status.as_u16(), "message": e.message}})),
+            Ok(data) => (
+                StatusCode::OK,
+                axum::Json(json!({"status": "success", "data": data})),
             )
                 .into_response(),
+            Err(e) => {
+                let mut response = (
+                    e.status,
+                    axum::Json(json!({"status": "error", "data": {"code": e.status.as_u16(), "message": e.message}})),
+                )
+                    .into_response();
+                if let Some(secs) = e.retry_after {
+                    response
+                        .headers_mut()
+                        .insert(axum::http::header::RETRY_AFTER, secs.into());
+                }
+                response
+            }
         }
     }
 }
 
-async fn caller(headers: &HeaderMap, state: &AppState) -> Result<LegacyCaller, ApiError> {
-    legacy_caller(headers, state).await
+async fn caller(
+    headers: &HeaderMap,
+    client: Client,
+    state: &AppState,
+) -> Result<LegacyCaller, ApiError> {
+    legacy_caller(headers, client.0, state).await
 }
 
 fn bad(param: &str, message: impl Into<String>) -> ApiError {
@@ -83,10 +100,24 @@ async fn send_fields(
     Ok(Value::String(sent.sid.to_hash()))
 }
 
-async fn send_json(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Answer {
+/// Authenticates first: an unauthenticated request's body is never read.
+async fn send_json(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    client: Client,
+    body: axum::body::Body,
+) -> Answer {
     Answer(
         async {
-            let caller = caller(&headers, &state).await?;
+            let caller = caller(&headers, client, &state).await?;
+            let body: Bytes = axum::body::to_bytes(body, state.config.max_body_bytes)
+                .await
+                .map_err(|e| {
+                    ApiError::bad_request(
+                        "invalid_json",
+                        format!("the body could not be read: {e}"),
+                    )
+                })?;
             let v: Value = serde_json::from_slice(&body).map_err(|e| {
                 ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}"))
             })?;
@@ -102,11 +133,12 @@ async fn send_json(State(state): State<AppState>, headers: HeaderMap, body: Byte
 async fn send_query(
     State(state): State<AppState>,
     headers: HeaderMap,
+    client: Client,
     RawQuery(raw): RawQuery,
 ) -> Answer {
     Answer(
         async {
-            let caller = caller(&headers, &state).await?;
+            let caller = caller(&headers, client, &state).await?;
             let mut fields = Map::new();
             let mut options = Map::new();
             for (k, v) in form_urlencoded::parse(raw.unwrap_or_default().as_bytes()) {
@@ -142,11 +174,12 @@ async fn send_query(
 async fn list(
     State(state): State<AppState>,
     headers: HeaderMap,
+    client: Client,
     RawQuery(raw): RawQuery,
 ) -> Answer {
     Answer(
         async {
-            let caller = caller(&headers, &state).await?;
+            let caller = caller(&headers, client, &state).await?;
             let mut filter = SmsFilter {
                 direction: "outbound".to_owned(),
                 ..SmsFilter::default()
@@ -187,11 +220,12 @@ async fn list(
 async fn one(
     State(state): State<AppState>,
     headers: HeaderMap,
+    client: Client,
     Path(hash): Path<String>,
 ) -> Answer {
     Answer(
         async {
-            let caller = caller(&headers, &state).await?;
+            let caller = caller(&headers, client, &state).await?;
             let sid = Sid::parse(&hash).ok_or_else(|| ApiError::not_found("SMS"))?;
             let account = caller.account.clone();
             state

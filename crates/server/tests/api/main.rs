@@ -11,6 +11,7 @@ mod billing;
 mod conventions;
 mod fuzz;
 mod hostile;
+mod hostile_connections;
 mod idempotency;
 mod isolation;
 mod jsonrpc;
