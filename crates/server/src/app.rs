@@ -54,7 +54,17 @@ impl Application {
             .collect();
         connectors.extend(admin_connectors(&store, &config.smpp).await?);
         let (networks, carrier_events) = Networks::start(&connectors, simulated.clone());
-        let http = webhooks::delivery::client(config.webhook_timeout_ms);
+        let listen_addr = listener
+            .local_addr()
+            .map_err(|e| anyhow::anyhow!("the listener has no address: {e}"))?;
+        let outbound = Arc::new(crate::outbound::Outbound::new(
+            config
+                .outbound_private
+                .unwrap_or_else(|| crate::outbound::Outbound::default_mode(listen_addr)),
+            config.outbound_allow.clone(),
+            listen_addr,
+        ));
+        let http = webhooks::delivery::client(config.webhook_timeout_ms, &outbound);
         let state_config_failures = config.auth_failures_per_minute;
         let state = AppState::new(Shared {
             store,
@@ -68,7 +78,8 @@ impl Application {
             sms_wake: Arc::new(tokio::sync::Notify::new()),
             sms_pacing: Default::default(),
             http,
-            fetch_http: scenarios::fetch::client()?,
+            fetch_http: scenarios::fetch::client(&outbound)?,
+            outbound,
             engine: scenarios::Engine::start(config_threads())?,
             parsed: Arc::new(scenarios::ParsedCache::default()),
             rates: Arc::default(),

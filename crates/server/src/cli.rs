@@ -74,6 +74,18 @@ pub struct Settings {
     /// Seconds a request body may take from the start of the request [default: 60].
     #[arg(long, env = "DIALTONE_BODY_TIMEOUT", global = true)]
     pub body_timeout: Option<u64>,
+    /// Whether webhooks and scenario fetches may reach private, loopback and link-local
+    /// addresses [default: allow when listening on loopback only, else deny].
+    #[arg(long, env = "DIALTONE_OUTBOUND_PRIVATE", global = true, value_enum)]
+    pub outbound_private: Option<crate::outbound::Private>,
+    /// Networks webhooks and fetches may always reach, comma-separated (10.0.5.0/24,fd00::7).
+    #[arg(
+        long,
+        env = "DIALTONE_OUTBOUND_ALLOW",
+        global = true,
+        value_delimiter = ','
+    )]
+    pub outbound_allow: Option<Vec<String>>,
     /// Run the simulated network and /sandbox; false: only SMPP connectors carry SMS and a
     /// destination none routes is refused [default: true].
     #[arg(long, env = "DIALTONE_SIMULATED_NETWORK", global = true)]
@@ -290,6 +302,17 @@ impl Settings {
         }
         if let Some(secs) = self.body_timeout.or(file.body_timeout) {
             config.body_timeout_ms = secs.clamp(1, 3600) * 1000;
+        }
+        if let Some(mode) = self.outbound_private.or(file.outbound_private) {
+            config.outbound_private = Some(mode);
+        }
+        if let Some(list) = self.outbound_allow.clone().or(file.outbound_allow) {
+            config.outbound_allow = list
+                .iter()
+                .filter(|n| !n.trim().is_empty())
+                .map(|n| crate::outbound::Network::parse(n))
+                .collect::<Result<_, _>>()
+                .map_err(|e| anyhow::anyhow!("--outbound-allow: {e}"))?;
         }
         if let Some(mb) = self.audio_memory_mb.or(file.audio_memory_mb) {
             config.audio_memory_mb = mb.clamp(64, 16 * 1024);

@@ -91,6 +91,12 @@ pub struct Config {
     /// Failed authentications a client address may make in a minute before it is refused
     /// (429) for the rest of it (0: no limit).
     pub auth_failures_per_minute: u32,
+    /// Whether webhooks and scenario fetches may reach private addresses; None: allowed
+    /// when the server listens on loopback only.
+    pub outbound_private: Option<crate::outbound::Private>,
+    /// Networks webhooks and fetches may reach whatever `outbound_private` says (the
+    /// operator's own receivers).
+    pub outbound_allow: Vec<crate::outbound::Network>,
     /// SMPP connectors (`[[smpp]]` tables of the TOML file); none: every SMS goes to the
     /// simulated network.
     pub smpp: Vec<SmppConfig>,
@@ -150,6 +156,10 @@ pub struct FileConfig {
     pub auth_failures_per_minute: Option<u32>,
     /// See [`Config::body_timeout_ms`] (seconds).
     pub body_timeout: Option<u64>,
+    /// See [`Config::outbound_private`].
+    pub outbound_private: Option<crate::outbound::Private>,
+    /// See [`Config::outbound_allow`].
+    pub outbound_allow: Option<Vec<String>>,
     /// See [`Config::smpp`].
     pub smpp: Option<Vec<SmppConfig>>,
 }
@@ -205,6 +215,8 @@ impl Config {
             max_connections: crate::http::client::default_max_connections(),
             max_connections_per_ip: 256,
             auth_failures_per_minute: 20,
+            outbound_private: None,
+            outbound_allow: Vec::new(),
             smpp: Vec::new(),
         }
     }

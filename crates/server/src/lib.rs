@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod networks;
 pub mod numbers;
 pub mod ops;
+pub mod outbound;
 pub mod provisioning;
 pub mod rest11;
 pub mod sandbox;

@@ -57,6 +57,8 @@ pub struct Shared {
     pub http: reqwest::Client,
     /// HTTP client of scenario fetches (no redirects).
     pub fetch_http: reqwest::Client,
+    /// Where webhooks and fetches may go (both clients resolve names through it).
+    pub outbound: Arc<crate::outbound::Outbound>,
     /// Threads that run the scenario interpreter.
     pub engine: crate::scenarios::Engine,
     /// Scenario scripts kept parsed.

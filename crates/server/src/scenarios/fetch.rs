@@ -13,12 +13,31 @@ pub const MAX_RESPONSE: usize = 1024 * 1024;
 const MAX_TIMEOUT_MS: u64 = 30_000;
 
 /// The client of scenario fetches: no redirects (a redirect is answered to the scenario as
-/// is), rustls, no cookies.
-pub fn client() -> anyhow::Result<reqwest::Client> {
+/// is), no proxy, names resolved through the outbound policy, rustls, no cookies.
+pub fn client(
+    outbound: &std::sync::Arc<crate::outbound::Outbound>,
+) -> anyhow::Result<reqwest::Client> {
     Ok(reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .dns_resolver(outbound.resolver())
         .user_agent(concat!("dialtone-actions/", env!("CARGO_PKG_VERSION")))
         .build()?)
+}
+
+/// An error with its causes (the resolver's refusal is a cause of reqwest's connect error).
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = c.source();
+    }
+    text
 }
 
 fn failure(message: impl std::fmt::Display) -> Value {
@@ -37,8 +56,8 @@ pub async fn fetch(
     let Ok(parsed) = url::Url::parse(url) else {
         return failure(format!("invalid URL {url:?}"));
     };
-    if !matches!(parsed.scheme(), "http" | "https") {
-        return failure("only http and https URLs can be fetched");
+    if let Err(why) = state.outbound.check_url(&parsed) {
+        return failure(why);
     }
     let Ok(method) = reqwest::Method::from_bytes(method.to_ascii_uppercase().as_bytes()) else {
         return failure(format!("invalid method {method:?}"));
@@ -53,7 +72,7 @@ pub async fn fetch(
     }
     let mut response = match request.send().await {
         Ok(r) => r,
-        Err(e) => return failure(e),
+        Err(e) => return failure(error_chain(&e)),
     };
     let status = response.status();
     let mut header_map = serde_json::Map::new();

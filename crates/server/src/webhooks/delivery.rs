@@ -23,11 +23,21 @@ fn lease_ms(state: &AppState) -> i64 {
     i64::try_from(state.config.webhook_timeout_ms).unwrap_or(10_000) * 2 + 10_000
 }
 
-/// The HTTP client deliveries use: no redirects, the configured timeout.
-pub fn client(timeout_ms: u64) -> reqwest::Client {
+/// Most of a receiver's answer read: its status is what counts, and a receiver that
+/// answers gigabytes must not make this server read them.
+const MAX_ANSWER: usize = 4 * 1024;
+
+/// The HTTP client deliveries use: no redirects, no proxy, the configured timeout, names
+/// resolved through the outbound policy.
+pub fn client(
+    timeout_ms: u64,
+    outbound: &std::sync::Arc<crate::outbound::Outbound>,
+) -> reqwest::Client {
     reqwest::Client::builder()
         .timeout(std::time::Duration::from_millis(timeout_ms))
         .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .dns_resolver(outbound.resolver())
         .user_agent(concat!("dialtone-webhooks/", env!("CARGO_PKG_VERSION")))
         .pool_max_idle_per_host(64)
         .build()
@@ -52,8 +62,26 @@ pub fn envelope(d: &Due) -> String {
     )
 }
 
-async fn attempt(client: reqwest::Client, brand: String, d: Due) -> (Attempt, bool) {
+async fn attempt(
+    client: reqwest::Client,
+    outbound: std::sync::Arc<crate::outbound::Outbound>,
+    brand: String,
+    d: Due,
+) -> (Attempt, bool) {
     let body = envelope(&d);
+    let allowed = url::Url::parse(&d.endpoint)
+        .map_err(|e| e.to_string())
+        .and_then(|u| outbound.check_url(&u));
+    if let Err(why) = allowed {
+        let attempt = Attempt {
+            delivery_id: d.id,
+            try_number: d.try_number,
+            status_code: None,
+            duration_ms: 0,
+            error: Some(why),
+        };
+        return (attempt, false);
+    }
     let mut req = client
         .post(&d.endpoint)
         .header("content-type", "application/json")
@@ -68,11 +96,18 @@ async fn attempt(client: reqwest::Client, brand: String, d: Due) -> (Attempt, bo
     let outcome = req.body(body).send().await;
     let duration_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
     let (status_code, error, ok) = match outcome {
-        Ok(resp) => {
+        Ok(mut resp) => {
             let code = resp.status().as_u16();
             let ok = (200..300).contains(&code);
-            // Drain the body so the connection can be reused.
-            let _ = resp.bytes().await;
+            // Read a little of the answer (a short one lets the connection be reused), then
+            // drop the rest with the connection.
+            let mut read = 0;
+            while read <= MAX_ANSWER {
+                match resp.chunk().await {
+                    Ok(Some(chunk)) => read += chunk.len(),
+                    _ => break,
+                }
+            }
             (
                 Some(i64::from(code)),
                 (!ok).then(|| format!("HTTP {code}")),
@@ -80,7 +115,14 @@ async fn attempt(client: reqwest::Client, brand: String, d: Due) -> (Attempt, bo
             )
         }
         Err(e) if e.is_timeout() => (None, Some("no answer within the timeout".to_owned()), false),
-        Err(e) => (None, Some(format!("connection error: {e}")), false),
+        Err(e) => (
+            None,
+            Some(format!(
+                "connection error: {}",
+                crate::scenarios::fetch::error_chain(&e)
+            )),
+            false,
+        ),
     };
     let attempt = Attempt {
         delivery_id: d.id,
@@ -118,14 +160,15 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
             });
             continue;
         }
-        let (client, brand, limit) = (
+        let (client, outbound, brand, limit) = (
             state.http.clone(),
+            state.outbound.clone(),
             state.config.header_brand.clone(),
             limit.clone(),
         );
         tasks.spawn(async move {
             let _permit = limit.acquire_owned().await;
-            attempt(client, brand, d).await
+            attempt(client, outbound, brand, d).await
         });
     }
     let mut results = Vec::with_capacity(count);

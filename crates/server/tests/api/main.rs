@@ -12,6 +12,7 @@ mod conventions;
 mod fuzz;
 mod hostile;
 mod hostile_connections;
+mod hostile_outbound;
 mod idempotency;
 mod isolation;
 mod jsonrpc;

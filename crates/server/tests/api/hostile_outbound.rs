@@ -1,0 +1,212 @@
+//! The hostile group, outbound requests: a tenant's webhook endpoint or `fetch` URL cannot
+//! reach private addresses of a deployment that refuses them (in any spelling, or through a
+//! name), nor this server's `/admin`; the operator's allowlist still works; a receiver that
+//! answers without end is read only a little.
+
+use std::time::{Duration, Instant};
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::helpers::{Backend, TestAccount, TestApp, send};
+use crate::receiver::Receiver;
+
+/// Emits one `billing.credit` event for the account (an operator top-up).
+async fn top_up(app: &TestApp, acct: &TestAccount) {
+    let (status, v) = send(
+        app.admin(
+            Method::POST,
+            &format!("/admin/accounts/{}/credit", acct.sid),
+        )
+        .json(&json!({"amount": "1.00"})),
+    )
+    .await;
+    assert!(status.is_success(), "{v}");
+}
+
+/// The tries of the account's only subscription, oldest first.
+async fn tries(app: &TestApp, acct: &TestAccount, hook: &str) -> Vec<Value> {
+    let (status, v) = send(app.req(
+        acct,
+        Method::GET,
+        &format!("/v2.0/webhooks/{hook}/deliveries?order=asc"),
+    ))
+    .await;
+    assert_eq!(status, 200, "{v}");
+    v["hits"].as_array().cloned().unwrap_or_default()
+}
+
+/// A deployment that refuses private destinations: a receiver on loopback, reached as
+/// `127.0.0.1`, as `2130706433` or through the name `localhost`, gets nothing; each try says
+/// why. Allowlisted, the same receiver is reached.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhooks_to_private_addresses_are_refused_unless_allowed() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |c| {
+        c.outbound_private = Some(dialtone::outbound::Private::Deny);
+    })
+    .await
+    .expect("app");
+    let acct = app.account().await;
+    let receiver = Receiver::start().await;
+    let port = receiver
+        .url
+        .split(':')
+        .nth(2)
+        .and_then(|p| p.split('/').next())
+        .unwrap()
+        .to_owned();
+    for endpoint in [
+        receiver.url.clone(),
+        format!("http://2130706433:{port}/hook"),
+        format!("http://localhost:{port}/hook"),
+        format!("http://[::ffff:127.0.0.1]:{port}/hook"),
+    ] {
+        let hook =
+            crate::webhooks::subscribe(&app, &acct, "billing.credit", &endpoint, json!(null)).await;
+        let hook = hook["sid"].as_str().unwrap().to_owned();
+        top_up(&app, &acct).await;
+        app.tick().await;
+        let got = tries(&app, &acct, &hook).await;
+        assert!(!got.is_empty(), "{endpoint}: tried");
+        let error = got[0]["error"].as_str().unwrap_or_default();
+        assert!(error.contains("not allowed"), "{endpoint}: {}", got[0]);
+        let (status, _) =
+            send(app.req(&acct, Method::DELETE, &format!("/v2.0/webhooks/{hook}"))).await;
+        assert!(status.is_success());
+    }
+    assert!(
+        receiver.received().is_empty(),
+        "nothing reached the receiver"
+    );
+
+    let allowed = TestApp::spawn_with(Backend::Sqlite, |c| {
+        c.outbound_private = Some(dialtone::outbound::Private::Deny);
+        c.outbound_allow = vec![dialtone::outbound::Network::parse("127.0.0.1/32").unwrap()];
+    })
+    .await
+    .expect("app");
+    let acct = allowed.account().await;
+    crate::webhooks::subscribe(
+        &allowed,
+        &acct,
+        "billing.credit",
+        &receiver.url,
+        json!(null),
+    )
+    .await;
+    top_up(&allowed, &acct).await;
+    allowed.tick().await;
+    assert_eq!(
+        receiver.received().len(),
+        1,
+        "the operator's receiver is reached"
+    );
+}
+
+/// Runs a scenario that fetches `url` and logs `status statusText`; that line.
+async fn fetch_log(app: &TestApp, acct: &TestAccount, url: &str) -> String {
+    let script = format!(
+        "branches:\n  api-initiated:\n    actions:\n      - action: fetch@v1\n        params: {{url: \"{url}\"}}\n        result: $r\n      - action: log@v1\n        params: {{message: \"${{{{ $r.status }}}} ${{{{ $r.statusText }}}}\"}}\n"
+    );
+    let sid = crate::actions::scenario(app, acct, &script).await;
+    let (status, v) = send(app.req(acct, Method::POST, &format!("/v2.0/actions/{sid}/runs"))).await;
+    assert_eq!(status, 202, "{v}");
+    let run = v["runId"].as_str().unwrap().to_owned();
+    let started = Instant::now();
+    loop {
+        let (_, r) = send(app.req(
+            acct,
+            Method::GET,
+            &format!("/v2.0/actions/{sid}/runs/{run}"),
+        ))
+        .await;
+        if r["status"] != "running" {
+            return r["log"][0]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{r}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// `fetch@v1` of a private address is refused on such a deployment; on a laptop (the
+/// default, listening on loopback) local services answer, but never this server's `/admin`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fetch_cannot_reach_private_addresses_nor_the_operator_routes() {
+    let receiver = Receiver::start().await;
+    let deny = TestApp::spawn_with(Backend::Sqlite, |c| {
+        c.outbound_private = Some(dialtone::outbound::Private::Deny);
+    })
+    .await
+    .expect("app");
+    let acct = deny.account().await;
+    for url in [
+        receiver.url.replace("/hook", "/"),
+        "http://169.254.169.254/latest/meta-data/".to_owned(),
+    ] {
+        let message = fetch_log(&deny, &acct, &url).await;
+        assert!(
+            message.starts_with("0 ") && message.contains("not allowed"),
+            "{url}: {message}"
+        );
+    }
+
+    let laptop = TestApp::spawn(Backend::Sqlite).await.expect("app");
+    let acct = laptop.account().await;
+    let own = laptop.url("");
+    let message = fetch_log(&laptop, &acct, &format!("{own}/admin/accounts")).await;
+    assert!(message.contains("operator routes"), "{message}");
+    let message = fetch_log(&laptop, &acct, &format!("{own}/livez")).await;
+    assert!(
+        message.starts_with("200"),
+        "a laptop's local services answer: {message}"
+    );
+}
+
+/// A receiver that answers 200 with an endless body: the delivery is recorded at once, a
+/// few KB read, the rest left with the connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_webhook_answer_is_not_read() {
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("app");
+    let acct = app.account().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counter = sent.clone();
+    let server = tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            let counter = counter.clone();
+            tokio::spawn(async move {
+                let mut buf = [0u8; 8192];
+                let _ = s.read(&mut buf).await;
+                let _ = s
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 536870912\r\n\r\n")
+                    .await;
+                let chunk = vec![b'x'; 65536];
+                while s.write_all(&chunk).await.is_ok() {
+                    counter.fetch_add(chunk.len() as u64, std::sync::atomic::Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    let hook = crate::webhooks::subscribe(&app, &acct, "billing.credit", &url, json!(null)).await;
+    let hook = hook["sid"].as_str().unwrap().to_owned();
+    top_up(&app, &acct).await;
+    let started = Instant::now();
+    app.tick().await;
+    let took = started.elapsed();
+    let got = tries(&app, &acct, &hook).await;
+    assert_eq!(got[0]["statusCode"], 200, "{}", got[0]);
+    assert_eq!(got[0]["deliveryStatus"], "delivered");
+    let streamed = sent.load(std::sync::atomic::Ordering::Relaxed);
+    eprintln!("endless answer: delivery recorded in {took:?}; the receiver wrote {streamed} bytes");
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    assert!(
+        streamed < 64 * 1024 * 1024,
+        "read {streamed} bytes of the answer"
+    );
+    server.abort();
+}
