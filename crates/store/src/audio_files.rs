@@ -464,20 +464,72 @@ pub fn create_phone_id(
     Ok(true)
 }
 
-/// Consumes the live code `code` of `number`: marks it used and returns the file's internal
-/// key, or None when no such unexpired, unused code exists.
+/// When the first of `keys` (with its limit of failures in `window_ms`) that is locked out
+/// may try again; None when none is.
+pub fn phone_code_lockout(
+    conn: &mut dyn Conn,
+    keys: &[(String, i64)],
+    window_ms: i64,
+    now: Timestamp,
+) -> Result<Option<Timestamp>, DbError> {
+    for (key, limit) in keys {
+        let row = conn.query_opt(
+            "SELECT window_start, failures FROM phone_code_failures WHERE key = $1",
+            params![key],
+        )?;
+        if let Some(r) = row {
+            let (start, failures) = (r.int(0)?, r.int(1)?);
+            if now.millis() - start < window_ms && failures >= *limit {
+                return Ok(Some(Timestamp::from_millis(start + window_ms)));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Counts one wrong code against each of `keys` (a window starts over once it ended).
+pub fn phone_code_failed(
+    conn: &mut dyn Conn,
+    keys: &[String],
+    window_ms: i64,
+    now: Timestamp,
+) -> Result<(), DbError> {
+    for key in keys {
+        conn.execute(
+            "INSERT INTO phone_code_failures (key, window_start, failures) VALUES ($1, $2, 1) \
+             ON CONFLICT (key) DO UPDATE SET \
+               failures = CASE WHEN $2 - phone_code_failures.window_start >= $3 THEN 1 ELSE phone_code_failures.failures + 1 END, \
+               window_start = CASE WHEN $2 - phone_code_failures.window_start >= $3 THEN $2 ELSE phone_code_failures.window_start END",
+            params![key, now, window_ms],
+        )?;
+    }
+    Ok(())
+}
+
+/// Consumes the live code `code` of `number`, for a file of `account` when the call is an
+/// account's own (a sandbox call): marks it used and returns the file's internal key, or
+/// None when no such unexpired, unused code exists.
 pub fn use_phone_id(
     conn: &mut dyn Conn,
     number: &E164,
     code: &str,
+    account: Option<i64>,
     now: Timestamp,
 ) -> Result<Option<i64>, DbError> {
-    let Some(row) = conn.query_opt(
-        "SELECT id, audio_file_id FROM audio_phone_ids WHERE e164 = $1 AND code = $2 AND expires > $3 AND used IS NULL \
-         ORDER BY id DESC LIMIT 1",
-        params![number, code, now],
-    )?
-    else {
+    let row = match account {
+        Some(account) => conn.query_opt(
+            "SELECT p.id, p.audio_file_id FROM audio_phone_ids p JOIN audio_files f ON f.id = p.audio_file_id \
+             WHERE p.e164 = $1 AND p.code = $2 AND p.expires > $3 AND p.used IS NULL AND f.account_id = $4 \
+             ORDER BY p.id DESC LIMIT 1",
+            params![number, code, now, account],
+        )?,
+        None => conn.query_opt(
+            "SELECT id, audio_file_id FROM audio_phone_ids WHERE e164 = $1 AND code = $2 AND expires > $3 AND used IS NULL \
+             ORDER BY id DESC LIMIT 1",
+            params![number, code, now],
+        )?,
+    };
+    let Some(row) = row else {
         return Ok(None);
     };
     let (id, file_id) = (row.int(0)?, row.int(1)?);

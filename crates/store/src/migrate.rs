@@ -43,6 +43,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(15, "0015_hot_paths"),
     migration!(16, "0016_auth_version"),
     migration!(17, "0017_smpp_receipts"),
+    migration!(18, "0018_phone_code_failures"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

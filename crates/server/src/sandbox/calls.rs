@@ -189,19 +189,32 @@ pub async fn audio(
     let (content_type, body) = heard(&state, req).await?;
     if call.number.is_none() && call.direction == "inbound" {
         // The recording line: the code first, then the audio.
+        use crate::media::phone_recording::{self, Accepted};
         let code: String = call
             .dtmf
             .chars()
             .filter(char::is_ascii_digit)
-            .take(6)
+            .take(phone_recording::CODE_DIGITS)
             .collect();
         let number = E164::from_stored(call.callee.clone());
-        let accepted =
-            crate::media::phone_recording::accept(&state, &number, &code, body.to_vec()).await?;
+        // A sandbox call is the account's own: it records only for that account's files.
+        let accepted = phone_recording::accept(
+            &state,
+            &number,
+            &call.caller,
+            Some(call.account_id),
+            &code,
+            body.to_vec(),
+        )
+        .await?;
         let (id, now) = (call.id, state.clock.now());
         let note = match &accepted {
-            Some(sid) => serde_json::json!({"audioFile": sid.as_str()}),
-            None => serde_json::json!({"error": "unknown or expired code"}),
+            Accepted::Recorded(sid) => serde_json::json!({"audioFile": sid.as_str()}),
+            Accepted::WrongCode => serde_json::json!({"error": "unknown or expired code"}),
+            Accepted::LockedOut { until } => serde_json::json!({
+                "error": "too many wrong codes: locked out",
+                "until": until.to_rfc3339(),
+            }),
         };
         state
             .store

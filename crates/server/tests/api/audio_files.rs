@@ -803,7 +803,7 @@ async fn audio_phone_recording(app: TestApp) {
     assert!(number.starts_with("+44"), "{v}");
     let code = v["code"].as_str().expect("code").to_owned();
     assert!(
-        code.len() == 6 && code.bytes().all(|b| b.is_ascii_digit()),
+        code.len() == 8 && code.bytes().all(|b| b.is_ascii_digit()),
         "{v}"
     );
     assert_eq!(v["expires"], "2025-06-01T12:10:00.000Z");
@@ -833,32 +833,41 @@ async fn audio_phone_recording(app: TestApp) {
     // The calls engine hands over what the caller recorded.
     let called = E164::parse(&number).expect("number");
     let wav = fixture("tone1k.wav");
-    let wrong = if code == "000000" { "111111" } else { "000000" };
-    let none = phone_recording::accept(&app.state, &called, wrong, wav.clone())
+    use phone_recording::Accepted;
+    let caller = "+447700900999";
+    let wrong = if code == "00000000" {
+        "11111111"
+    } else {
+        "00000000"
+    };
+    let none = phone_recording::accept(&app.state, &called, caller, None, wrong, wav.clone())
         .await
         .expect("accept");
-    assert_eq!(none, None, "wrong code");
+    assert_eq!(none, Accepted::WrongCode, "wrong code");
     let other = E164::parse("+447700900123").expect("number");
     assert_eq!(
-        phone_recording::accept(&app.state, &other, &code, wav.clone())
+        phone_recording::accept(&app.state, &other, caller, None, &code, wav.clone())
             .await
             .expect("accept"),
-        None
+        Accepted::WrongCode
     );
-    let got = phone_recording::accept(&app.state, &called, &code, wav.clone())
+    let got = phone_recording::accept(&app.state, &called, caller, None, &code, wav.clone())
         .await
         .expect("accept");
-    assert_eq!(got.map(|s| s.to_string()), Some(sid.clone()));
+    assert_eq!(
+        got,
+        Accepted::Recorded(dialtone_domain::Sid::parse(&sid).unwrap())
+    );
     let v = get(&app, &acct, &sid).await;
     assert_eq!(v["status"], "pending-conversion", "{v}");
     assert_eq!(v["source"], "phone");
     assert_eq!(v["contentType"], "audio/wav");
     // A code works once.
     assert_eq!(
-        phone_recording::accept(&app.state, &called, &code, wav.clone())
+        phone_recording::accept(&app.state, &called, caller, None, &code, wav.clone())
             .await
             .expect("accept"),
-        None
+        Accepted::WrongCode
     );
     drain(&app).await;
     let v = get(&app, &acct, &sid).await;
@@ -872,15 +881,15 @@ async fn audio_phone_recording(app: TestApp) {
     let called = E164::parse(v["phoneNumber"].as_str().expect("number")).expect("number");
     app.clock.advance_ms(phone_recording::CODE_TTL_MS);
     assert_eq!(
-        phone_recording::accept(&app.state, &called, &code, wav.clone())
+        phone_recording::accept(&app.state, &called, caller, None, &code, wav.clone())
             .await
             .expect("accept"),
-        None
+        Accepted::WrongCode
     );
 
     // Too large.
     let huge = vec![0u8; app.state.config.audio_max_bytes + 1];
-    let err = phone_recording::accept(&app.state, &called, &code, huge)
+    let err = phone_recording::accept(&app.state, &called, caller, None, &code, huge)
         .await
         .expect_err("too large");
     assert_eq!(err.code, "file_too_large");

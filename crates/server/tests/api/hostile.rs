@@ -15,6 +15,8 @@ both_backends!(
     a_decoder_that_dies_ends_its_file_in_error_at_once,
     a_conversion_claimed_over_and_over_is_given_up,
     a_yaml_alias_bomb_is_refused_quickly,
+    another_accounts_recording_code_records_nothing,
+    guessing_recording_codes_locks_the_caller_out,
 );
 
 /// One account's 200 runs whose script spins until the CPU limit (100 ms each: 10 s of
@@ -260,5 +262,113 @@ async fn a_conversion_claimed_over_and_over_is_given_up(app: TestApp) {
             .unwrap_or_default()
             .contains("did not complete after 3 attempts"),
         "{file}"
+    );
+}
+
+/// Calls the recording line from `from` as `acct`, enters `digits`, speaks a second of
+/// silence; the timeline's `recorded` entry.
+async fn record_by_phone(
+    app: &TestApp,
+    acct: &crate::helpers::TestAccount,
+    from: &str,
+    number: &str,
+    digits: &str,
+) -> Value {
+    let (status, call) = send(
+        app.req(acct, Method::POST, "/sandbox/calls")
+            .json(&serde_json::json!({"from": from, "to": number})),
+    )
+    .await;
+    assert_eq!(status, 201, "{call}");
+    let callid = call["callid"].as_str().expect("callid").to_owned();
+    let (status, v) = send(
+        app.req(acct, Method::POST, &format!("/sandbox/calls/{callid}/dtmf"))
+            .json(&serde_json::json!({"digits": digits})),
+    )
+    .await;
+    assert_eq!(status, 200, "{v}");
+    let (status, v) = send(
+        app.req(
+            acct,
+            Method::POST,
+            &format!("/sandbox/calls/{callid}/audio"),
+        )
+        .header("content-type", "audio/wav")
+        .body(wav_ok()),
+    )
+    .await;
+    assert_eq!(status, 200, "{v}");
+    v["timeline"]
+        .as_array()
+        .and_then(|t| t.iter().find(|e| e["kind"] == "recorded").cloned())
+        .unwrap_or(Value::Null)
+}
+
+async fn phone_code(app: &TestApp, acct: &crate::helpers::TestAccount) -> (String, String, String) {
+    let (_, v) = send(
+        app.req(acct, Method::POST, "/v2.0/audio-files")
+            .json(&serde_json::json!({"name": "by phone"})),
+    )
+    .await;
+    let sid = v["sid"].as_str().expect("sid").to_owned();
+    let (status, v) = send(app.req(
+        acct,
+        Method::PUT,
+        &format!("/v2.0/audio-files/{sid}/phone-id?country=GB"),
+    ))
+    .await;
+    assert_eq!(status, 201, "{v}");
+    (
+        sid,
+        v["phoneNumber"].as_str().unwrap().to_owned(),
+        v["code"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// One account's sandbox call with another account's live code records nothing: a code is
+/// used only by a call allowed to record for its file. Its owner's call then records.
+async fn another_accounts_recording_code_records_nothing(app: TestApp) {
+    let owner = app.account().await;
+    let attacker = app.account().await;
+    let (sid, number, code) = phone_code(&app, &owner).await;
+    let recorded = record_by_phone(&app, &attacker, "+447700900888", &number, &code).await;
+    assert!(
+        recorded.to_string().contains("unknown or expired code"),
+        "{recorded}"
+    );
+    let file = get(&app, &owner, &sid).await;
+    assert_eq!(file["status"], "pending-content", "untouched: {file}");
+    let recorded = record_by_phone(&app, &owner, "+447700900777", &number, &code).await;
+    assert!(recorded.to_string().contains(&sid), "{recorded}");
+    assert_eq!(
+        get(&app, &owner, &sid).await["status"],
+        "pending-conversion"
+    );
+}
+
+/// Five wrong codes from one calling number lock it out for the rest of the window, right
+/// code included; another calling number is not locked out.
+async fn guessing_recording_codes_locks_the_caller_out(app: TestApp) {
+    let acct = app.account().await;
+    let (sid, number, code) = phone_code(&app, &acct).await;
+    let wrong = if code == "00000000" {
+        "11111111"
+    } else {
+        "00000000"
+    };
+    for _ in 0..5 {
+        let recorded = record_by_phone(&app, &acct, "+447700900555", &number, wrong).await;
+        assert!(
+            recorded.to_string().contains("unknown or expired code"),
+            "{recorded}"
+        );
+    }
+    let recorded = record_by_phone(&app, &acct, "+447700900555", &number, &code).await;
+    assert!(recorded.to_string().contains("locked out"), "{recorded}");
+    assert_eq!(get(&app, &acct, &sid).await["status"], "pending-content");
+    let recorded = record_by_phone(&app, &acct, "+447700900556", &number, &code).await;
+    assert!(
+        recorded.to_string().contains(&sid),
+        "another caller: {recorded}"
     );
 }
