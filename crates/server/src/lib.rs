@@ -24,10 +24,12 @@ pub mod rest11;
 pub mod sandbox;
 pub mod scenarios;
 pub mod serve;
+pub mod share;
 pub mod sms;
 pub mod state;
 pub mod tasks;
 pub mod v2;
+pub mod wake;
 pub mod webhooks;
 pub mod workers;
 

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use dialtone_carrier::Simulated;
 use dialtone_domain::Clock;
 use dialtone_store::Store;
-use tokio::sync::Notify;
 
 use crate::Config;
 use crate::metrics::Metrics;
@@ -48,17 +47,27 @@ pub struct Shared {
     /// The SMS submissions to real networks running on this node.
     pub submissions: crate::sms::submission::InFlight,
     /// Wakes the background workers when new work is committed.
-    pub wake: Arc<Notify>,
+    pub wake: Arc<crate::wake::Wake>,
     /// Wakes the SMS worker when an SMS to send is committed.
-    pub sms_wake: Arc<Notify>,
+    pub sms_wake: Arc<crate::wake::Wake>,
     /// Sizes the SMS worker's transactions by the load on the writer.
     pub sms_pacing: crate::sms::progress::Pacing,
     /// HTTP client of webhook deliveries.
     pub http: reqwest::Client,
+    /// The webhook tries in flight on this node, by account and endpoint.
+    pub deliveries: crate::webhooks::dispatch::Dispatch,
+    /// Where ended tries go to be recorded (started with the first).
+    pub delivery_recorder: std::sync::OnceLock<
+        tokio::sync::mpsc::UnboundedSender<crate::webhooks::delivery::RecordedTry>,
+    >,
     /// HTTP client of scenario fetches (no redirects).
     pub fetch_http: reqwest::Client,
     /// Where webhooks and fetches may go (both clients resolve names through it).
     pub outbound: Arc<crate::outbound::Outbound>,
+    /// The audio conversions running on this node, by account.
+    pub conversions: crate::share::Share,
+    /// The runs the runs worker drives on this node, by account.
+    pub runs: crate::share::Share,
     /// Threads that run the scenario interpreter.
     pub engine: crate::scenarios::Engine,
     /// Scenario scripts kept parsed.

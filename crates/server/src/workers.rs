@@ -1,18 +1,24 @@
 //! Background work: every kind of due job, claimed in the database so that several nodes
 //! (and a restarted node) never lose or double it. `tick` runs each kind once and says how
-//! much it did; tests call it directly after moving the clock. Production runs the SMS
-//! worker in a loop of its own beside a loop over the other kinds, so the SMS status moves
-//! (four per SMS on the simulated network, the bulk of the background writes) do not wait
-//! for the other kinds' commits, and theirs do not wait for the SMS moves.
+//! much it did; tests call it directly after moving the clock.
+//!
+//! Production runs each kind in a loop of its own: the SMS worker (four status moves per SMS
+//! on the simulated network, the bulk of the background writes), webhook deliveries, runs,
+//! tasks, audio conversions, and the housekeeping (expiries, monthly fees, purges, kept
+//! receipts). A kind that is slow (a hanging receiver, a long fetch, a big file) or failing
+//! holds up only itself: no kind waits behind another, and one kind's error never skips the
+//! others.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use dialtone_store::numbers::reservations;
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::state::AppState;
+use crate::wake::Wake;
 
 /// Most items of one kind handled per tick.
 const BATCH: i64 = 500;
@@ -20,27 +26,99 @@ const BATCH: i64 = 500;
 /// The minute of the last purge of expired idempotency keys (per process).
 static PURGED_MINUTE: AtomicI64 = AtomicI64::new(i64::MIN);
 
-/// Runs every kind of due work once; returns how many items were handled.
-pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
-    let sms = crate::sms::progress::tick(state).await?;
-    Ok(sms + tick_but_sms(state).await?)
+/// One kind of background work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// SMS submissions and status moves.
+    Sms,
+    /// Webhook deliveries.
+    Deliveries,
+    /// Runs whose start or wait is due.
+    Runs,
+    /// Account tasks (exports, bulk recording changes).
+    Tasks,
+    /// Audio conversions.
+    Conversions,
+    /// Expiries, monthly fees, purges and kept receipts.
+    Housekeeping,
 }
 
-/// Every kind of due work but the SMS worker's, once.
-async fn tick_but_sms(state: &AppState) -> anyhow::Result<usize> {
+impl Kind {
+    /// Every kind.
+    pub const ALL: [Kind; 6] = [
+        Kind::Sms,
+        Kind::Deliveries,
+        Kind::Runs,
+        Kind::Tasks,
+        Kind::Conversions,
+        Kind::Housekeeping,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Sms => "sms",
+            Kind::Deliveries => "deliveries",
+            Kind::Runs => "runs",
+            Kind::Tasks => "tasks",
+            Kind::Conversions => "conversions",
+            Kind::Housekeeping => "housekeeping",
+        }
+    }
+
+    /// The signal that says this kind has new work.
+    fn wake(self, state: &AppState) -> &Wake {
+        match self {
+            Kind::Sms => &state.sms_wake,
+            _ => &state.wake,
+        }
+    }
+}
+
+type Ticked<'a> = Pin<Box<dyn Future<Output = anyhow::Result<usize>> + Send + 'a>>;
+
+/// Runs one kind's due work once; returns how many items were handled.
+pub fn tick_kind(state: &AppState, kind: Kind) -> Ticked<'_> {
+    match kind {
+        Kind::Sms => Box::pin(crate::sms::progress::tick(state)),
+        Kind::Deliveries => Box::pin(crate::webhooks::delivery::tick(state)),
+        Kind::Runs => Box::pin(crate::scenarios::worker::tick(state)),
+        Kind::Tasks => Box::pin(crate::tasks::tick(state)),
+        Kind::Conversions => Box::pin(crate::media::conversion::tick(state)),
+        Kind::Housekeeping => Box::pin(housekeeping(state)),
+    }
+}
+
+/// Runs every kind of due work once; returns how many items were handled. A kind that
+/// fails is logged and the others still run.
+pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
+    let mut handled = 0;
+    let mut first_error = None;
+    for kind in Kind::ALL {
+        match tick_kind(state, kind).await {
+            Ok(n) => handled += n,
+            Err(e) => {
+                tracing::error!(kind = kind.name(), error = %format!("{e:#}"), "background work failed");
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(handled),
+    }
+}
+
+/// Expiries, monthly fees, the purge of old idempotency keys, kept receipts.
+async fn housekeeping(state: &AppState) -> anyhow::Result<usize> {
     let now = state.clock.now();
     let expired = state
         .store
         .write(move |c| reservations::expire_due(c, now, BATCH))
         .await?;
     let fees = crate::billing::charge_monthly_fees(state).await?;
-    let delivered = crate::webhooks::delivery::tick(state).await?;
-    let runs = crate::scenarios::worker::tick(state).await?;
-    let tasks = crate::tasks::tick(state).await?;
-    let converted = crate::media::conversion::tick(state).await?;
     let receipts = crate::sms::receipts::sweep(state).await?;
-    // Housekeeping, not a hot path: expired keys are refused by `begin` anyway, so the purge
-    // runs at most once a minute instead of on every tick.
+    // Not a hot path: expired keys are refused by `begin` anyway, so the purge runs at most
+    // once a minute instead of on every tick.
     let minute = now.millis() / 60_000;
     let forgotten = if PURGED_MINUTE.swap(minute, Ordering::Relaxed) == minute {
         0
@@ -50,48 +128,45 @@ async fn tick_but_sms(state: &AppState) -> anyhow::Result<usize> {
             .write(move |c| dialtone_store::idempotency::purge(c, now, BATCH))
             .await?
     };
-    Ok(expired + fees + delivered + runs + tasks + converted + receipts + forgotten as usize)
+    Ok(expired + fees + receipts + forgotten as usize)
 }
 
-/// Runs the background work until `shutdown` is cancelled: the SMS worker and the other
-/// kinds in two loops, each pausing when it has nothing to do. A tick in progress always
-/// finishes: shutdown happens between ticks, at a safe point.
+/// Runs the background work until `shutdown` is cancelled: each kind in a loop of its own,
+/// pausing when it has nothing to do. A tick in progress always finishes: shutdown happens
+/// between ticks, at a safe point.
 pub async fn run(state: AppState, shutdown: CancellationToken, idle: Duration) {
-    let st = &state;
-    let sms = repeat(&shutdown, idle, &state.sms_wake, || async move {
-        let moved = crate::sms::progress::tick(st).await?;
-        if moved > 0 {
-            // Their events wait for the delivery worker, an inbound SMS for the runs worker.
-            st.wake.notify_one();
-        }
-        Ok(moved)
+    let loops = Kind::ALL.map(|kind| {
+        let (state, shutdown) = (state.clone(), shutdown.clone());
+        tokio::spawn(async move { repeat(&state, kind, &shutdown, idle).await })
     });
-    let others = repeat(&shutdown, idle, &state.wake, || tick_but_sms(st));
-    tokio::join!(sms, others);
+    for handle in loops {
+        let _ = handle.await;
+    }
 }
 
-/// Loops over `tick` until `shutdown` is cancelled, at once while it finds work, else after
-/// `idle` or when `wake` is notified.
-async fn repeat<F, Fut>(shutdown: &CancellationToken, idle: Duration, wake: &Notify, mut tick: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = anyhow::Result<usize>>,
-{
+/// Loops over one kind until `shutdown` is cancelled, at once while it finds work, else
+/// after `idle` or when its signal wakes it.
+async fn repeat(state: &AppState, kind: Kind, shutdown: &CancellationToken, idle: Duration) {
+    let mut woken = kind.wake(state).watch();
     loop {
-        let handled = match tick().await {
+        let handled = match tick_kind(state, kind).await {
             Ok(n) => n,
             Err(e) => {
-                tracing::error!(error = %e, "background work failed; retrying");
+                tracing::error!(kind = kind.name(), error = %format!("{e:#}"), "background work failed; retrying");
                 0
             }
         };
         if handled > 0 {
+            if kind == Kind::Sms {
+                // Their events wait for the delivery worker, an inbound SMS for the runs worker.
+                state.wake.notify_one();
+            }
             continue;
         }
         tokio::select! {
             () = shutdown.cancelled() => return,
             () = tokio::time::sleep(idle) => {}
-            () = wake.notified() => {}
+            () = woken.woken() => {}
         }
     }
 }

@@ -257,6 +257,8 @@ pub struct Claimed {
     pub content_type: String,
     /// The uploaded bytes.
     pub original: Vec<u8>,
+    /// The file's account.
+    pub account_id: i64,
 }
 
 /// Whether a conversion job is due at `now` (a cheap read before claiming in a write).
@@ -269,45 +271,75 @@ pub fn any_due(conn: &mut dyn Conn, now: Timestamp) -> Result<bool, DbError> {
         .is_some())
 }
 
-/// Claims up to `limit` due conversion jobs, leasing each for `lease_ms`: a worker that dies
-/// mid-conversion leaves the job to be claimed again when the lease runs out.
+/// Claims due conversion jobs, leasing each for `lease_ms`: a worker that dies
+/// mid-conversion leaves the job to be claimed again when the lease runs out. Of the due
+/// jobs (oldest first) of accounts not in `exclude_accounts`, those `pick` takes (it is
+/// given the file's account), at most `limit`.
 pub fn claim_conversions(
     conn: &mut dyn Conn,
     now: Timestamp,
     lease_ms: i64,
     limit: i64,
+    exclude_accounts: &[i64],
+    pick: &mut dyn FnMut(i64) -> bool,
 ) -> Result<Vec<Claimed>, DbError> {
     let lock = match conn.dialect() {
         Dialect::Postgres => " FOR UPDATE OF j SKIP LOCKED",
         Dialect::Sqlite => "",
     };
-    let rows = conn.query(
+    let mut params = vec![crate::sql::Value::from(now)];
+    let mut filter = String::new();
+    if !exclude_accounts.is_empty() {
+        let mut list = Vec::new();
+        for a in exclude_accounts {
+            params.push((*a).into());
+            list.push(format!("${}", params.len()));
+        }
+        filter = format!(" AND f.account_id NOT IN ({})", list.join(", "));
+    }
+    let scan = limit.max(1) * 8;
+    // Candidates first, without their content; the content of those taken only.
+    let mut taken = Vec::new();
+    for r in conn.query(
         &format!(
+            "SELECT j.id, f.account_id FROM audio_conversions j JOIN audio_files f ON f.id = j.audio_file_id \
+             WHERE j.next_at <= $1{filter} ORDER BY j.next_at LIMIT {scan}{lock}"
+        ),
+        &params,
+    )? {
+        if taken.len() as i64 >= limit {
+            break;
+        }
+        let (job, account) = (r.int(0)?, r.int(1)?);
+        if pick(account) {
+            taken.push((job, account));
+        }
+    }
+    let mut claimed = Vec::with_capacity(taken.len());
+    for (job, account) in taken {
+        let Some(r) = conn.query_opt(
             "SELECT j.id, j.audio_file_id, j.revision, j.attempts + 1, COALESCE(f.content_type, ''), c.original \
              FROM audio_conversions j JOIN audio_files f ON f.id = j.audio_file_id \
-             JOIN audio_contents c ON c.audio_file_id = j.audio_file_id \
-             WHERE j.next_at <= $1 ORDER BY j.next_at LIMIT {limit}{lock}"
-        ),
-        params![now],
-    )?;
-    let claimed: Vec<Claimed> = rows
-        .iter()
-        .map(|r| {
-            Ok(Claimed {
-                job_id: r.int(0)?,
-                audio_file_id: r.int(1)?,
-                revision: r.int(2)?,
-                attempts: r.int(3)?,
-                content_type: r.text(4)?,
-                original: r.blob(5)?,
-            })
-        })
-        .collect::<Result<_, DbError>>()?;
-    for c in &claimed {
+             JOIN audio_contents c ON c.audio_file_id = j.audio_file_id WHERE j.id = $1",
+            params![job],
+        )?
+        else {
+            continue;
+        };
+        let c = Claimed {
+            job_id: r.int(0)?,
+            audio_file_id: r.int(1)?,
+            revision: r.int(2)?,
+            attempts: r.int(3)?,
+            content_type: r.text(4)?,
+            original: r.blob(5)?,
+            account_id: account,
+        };
         conn.execute(
             "UPDATE audio_conversions SET next_at = $1, attempts = $2 WHERE id = $3",
             params![now.plus_ms(lease_ms), c.attempts, c.job_id],
         )?;
+        claimed.push(c);
     }
     Ok(claimed)
 }

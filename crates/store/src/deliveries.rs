@@ -32,10 +32,23 @@ pub struct Due {
     pub data: String,
     /// When the event happened.
     pub event_at: Timestamp,
+    /// The account it belongs to.
+    pub account_id: i64,
 }
 
-/// Claims up to `limit` deliveries due at `now`, leasing them for `lease_ms` so no other
-/// worker takes them meanwhile. A delivery with an order key waits while an earlier one of
+/// Who a claim leaves out: accounts and endpoints at their cap of tries in flight, and
+/// endpoints backed off after failing.
+#[derive(Debug, Clone, Default)]
+pub struct Exclusions {
+    /// Accounts whose deliveries are not claimed now.
+    pub accounts: Vec<i64>,
+    /// Endpoints whose deliveries are not claimed now.
+    pub endpoints: Vec<String>,
+}
+
+/// Claims deliveries due at `now`, leasing them for `lease_ms` so no other worker takes
+/// them meanwhile: of the first `scan` due ones (oldest first) outside `exclude`, those
+/// `pick` takes, at most `limit`. A delivery with an order key waits while an earlier one of
 /// the same key is pending (claimed or waiting for a retry): the events of one SMS reach a
 /// subscriber in order.
 pub fn claim(
@@ -43,24 +56,60 @@ pub fn claim(
     now: Timestamp,
     lease_ms: i64,
     limit: i64,
+    exclude: &Exclusions,
+    pick: &mut dyn FnMut(&Due) -> bool,
 ) -> Result<Vec<Due>, DbError> {
     let lock = match conn.dialect() {
         Dialect::Postgres => " FOR UPDATE OF d SKIP LOCKED",
         Dialect::Sqlite => "",
     };
+    let mut params = vec![crate::sql::Value::from(now)];
+    let mut filters = String::new();
+    let placeholders = |params: &mut Vec<crate::sql::Value>, values: Vec<crate::sql::Value>| {
+        let mut list = Vec::with_capacity(values.len());
+        for v in values {
+            params.push(v);
+            list.push(format!("${}", params.len()));
+        }
+        list.join(", ")
+    };
+    if !exclude.accounts.is_empty() {
+        let values = exclude.accounts.iter().map(|a| (*a).into()).collect();
+        let list = placeholders(&mut params, values);
+        filters.push_str(&format!(" AND d.account_id NOT IN ({list})"));
+    }
+    if !exclude.endpoints.is_empty() {
+        let values = exclude
+            .endpoints
+            .iter()
+            .map(|e| e.as_str().into())
+            .collect();
+        let list = placeholders(&mut params, values);
+        filters.push_str(&format!(" AND d.endpoint NOT IN ({list})"));
+    }
+    let scan = limit.max(1) * 4;
     let rows = conn.query(
         &format!(
             "SELECT d.id, d.endpoint, d.next_try, w.sid, w.status, w.hmac_secret, COALESCE(w.hmac_algo, 'SHA256'), \
-             e.event_id, e.type, e.data, e.created \
+             e.event_id, e.type, e.data, e.created, d.account_id \
              FROM deliveries d JOIN events e ON e.id = d.event_id LEFT JOIN webhooks w ON w.id = d.webhook_id \
-             WHERE d.next_at IS NOT NULL AND d.next_at <= $1 \
+             WHERE d.next_at IS NOT NULL AND d.next_at <= $1{filters} \
              AND (d.order_key IS NULL OR NOT EXISTS (SELECT 1 FROM deliveries p \
                   WHERE p.order_key = d.order_key AND p.status = 'pending' AND p.id < d.id)) \
-             ORDER BY d.next_at LIMIT {limit}{lock}"
+             ORDER BY d.next_at LIMIT {scan}{lock}"
         ),
-        params![now],
+        &params,
     )?;
-    let due: Vec<Due> = rows.iter().map(due_from_row).collect::<Result<_, _>>()?;
+    let mut due = Vec::new();
+    for row in &rows {
+        if due.len() as i64 >= limit {
+            break;
+        }
+        let d = due_from_row(row)?;
+        if pick(&d) {
+            due.push(d);
+        }
+    }
     // The claim uses up its try: a node that dies after sending leaves the next claim to
     // send the following try number, so no (event, try) pair is ever sent twice.
     for d in &due {
@@ -85,6 +134,7 @@ fn due_from_row(r: &Row) -> Result<Due, DbError> {
         event_type: r.text(8)?,
         data: r.text(9)?,
         event_at: r.timestamp(10)?,
+        account_id: r.int(11)?,
     })
 }
 

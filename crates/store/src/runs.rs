@@ -203,21 +203,40 @@ pub fn claim_due(
     now: Timestamp,
     lease_ms: i64,
     limit: i64,
+    exclude_accounts: &[i64],
+    pick: &mut dyn FnMut(&Run) -> bool,
 ) -> Result<Vec<Run>, DbError> {
     let lock = match conn.dialect() {
         Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
         Dialect::Sqlite => "",
     };
-    let due: Vec<Run> = conn
-        .query(
-            &format!(
-                "SELECT {COLUMNS} FROM runs WHERE next_at IS NOT NULL AND next_at <= $1 AND status = 'running' ORDER BY next_at LIMIT {limit}{lock}"
-            ),
-            params![now],
-        )?
-        .iter()
-        .map(from_row)
-        .collect::<Result<_, _>>()?;
+    let mut params = vec![crate::sql::Value::from(now)];
+    let mut filter = String::new();
+    if !exclude_accounts.is_empty() {
+        let mut list = Vec::new();
+        for a in exclude_accounts {
+            params.push((*a).into());
+            list.push(format!("${}", params.len()));
+        }
+        filter = format!(" AND account_id NOT IN ({})", list.join(", "));
+    }
+    let scan = limit.max(1) * 4;
+    let mut due: Vec<Run> = Vec::new();
+    for row in conn.query(
+        &format!(
+            "SELECT {COLUMNS} FROM runs WHERE next_at IS NOT NULL AND next_at <= $1 AND status = 'running'{filter} \
+             ORDER BY next_at LIMIT {scan}{lock}"
+        ),
+        &params,
+    )? {
+        if due.len() as i64 >= limit {
+            break;
+        }
+        let run = from_row(&row)?;
+        if pick(&run) {
+            due.push(run);
+        }
+    }
     for run in &due {
         conn.execute(
             "UPDATE runs SET next_at = $1 WHERE id = $2",

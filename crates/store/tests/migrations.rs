@@ -223,7 +223,7 @@ async fn part_ids_are_keyed(store: &Store) {
         })
         .await
         .expect("fill as release 16 did");
-    assert_eq!(migrate::run(store).await.expect("migrate"), vec![17]);
+    assert_eq!(migrate::run_to(store, 17).await.expect("migrate"), vec![17]);
     let parts = store
         .read(|c| {
             c.query(

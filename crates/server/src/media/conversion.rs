@@ -18,13 +18,20 @@ use crate::state::AppState;
 
 /// A claimed job stays ours this long: far more than converting the largest file takes.
 pub const LEASE_MS: i64 = 120_000;
-/// Jobs converted per tick (they run in parallel on the blocking pool).
-const BATCH: i64 = 2;
+/// Conversions at once on a node (each a child process on a core).
+const AT_ONCE: usize = 2;
+/// Conversions of one account at once: another account's file never waits behind them.
+pub const PER_ACCOUNT: usize = 1;
 /// Claims after which a job that never finished is given up.
 pub const MAX_ATTEMPTS: i64 = 3;
 
-/// Converts the due jobs once; returns how many were handled.
+/// Claims the due jobs this node has room for (one per account at a time) and converts each
+/// on a task of its own, recorded when it ends; returns how many were started.
 pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
+    let room = AT_ONCE.saturating_sub(state.conversions.running());
+    if room == 0 {
+        return Ok(0);
+    }
     let now = state.clock.now();
     // Most ticks find nothing: ask a reader before taking the writer.
     if !state
@@ -34,10 +41,20 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
     {
         return Ok(0);
     }
+    let full = state.conversions.full();
+    let plan = state.conversions.plan();
     let claimed = state
         .store
         .write(move |c| {
-            let claimed = audio_files::claim_conversions(c, now, LEASE_MS, BATCH)?;
+            let mut plan = plan;
+            let claimed = audio_files::claim_conversions(
+                c,
+                now,
+                LEASE_MS,
+                room as i64,
+                &full,
+                &mut |account| plan.take(account),
+            )?;
             for job in &claimed {
                 if let Some(file) =
                     audio_files::start_processing(c, job.audio_file_id, job.revision, now)?
@@ -48,16 +65,14 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
             Ok::<_, DbError>(claimed)
         })
         .await?;
-    if claimed.is_empty() {
-        return Ok(0);
-    }
     let count = claimed.len();
     let limits = super::limits(state);
     let budget = super::budget(state);
-    let mut tasks = tokio::task::JoinSet::new();
     for job in claimed {
-        let budget = budget.clone();
-        tasks.spawn(async move {
+        state.conversions.start(job.account_id);
+        let (state, budget) = (state.clone(), budget.clone());
+        tokio::spawn(async move {
+            let account = job.account_id;
             let outcome = if job.attempts > MAX_ATTEMPTS {
                 Outcome::Failed(format!(
                     "undecodable: the conversion did not complete after {MAX_ATTEMPTS} attempts"
@@ -65,29 +80,23 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
             } else {
                 run(&job, &budget, &limits).await
             };
-            (job, outcome)
+            let now = state.clock.now();
+            let recorded = state
+                .store
+                .write(move |c| {
+                    if let Some(file) = audio_files::finish_conversion(c, &job, &outcome, now)? {
+                        emit_status(c, &file, now)?;
+                    }
+                    Ok::<_, DbError>(())
+                })
+                .await;
+            if let Err(e) = recorded {
+                // The lease brings the job back.
+                tracing::error!(error = %e, "an audio conversion could not be recorded");
+            }
+            state.conversions.done(account);
         });
     }
-    let mut finished = Vec::with_capacity(count);
-    while let Some(done) = tasks.join_next().await {
-        match done {
-            Ok(result) => finished.push(result),
-            // A panic escaped the converter: the lease brings the job back later.
-            Err(e) => tracing::error!(error = %e, "audio conversion task failed"),
-        }
-    }
-    let now = state.clock.now();
-    state
-        .store
-        .write(move |c| {
-            for (job, outcome) in &finished {
-                if let Some(file) = audio_files::finish_conversion(c, job, outcome, now)? {
-                    emit_status(c, &file, now)?;
-                }
-            }
-            Ok::<_, DbError>(())
-        })
-        .await?;
     Ok(count)
 }
 

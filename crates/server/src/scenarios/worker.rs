@@ -11,15 +11,28 @@ const BATCH: i64 = 200;
 /// How long a claimed run is left to its node before another node takes it.
 const LEASE_MS: i64 = 30_000;
 
-/// Handles the due runs once; returns how many.
+/// Runs of one account driven at once by this worker.
+pub const PER_ACCOUNT: usize = 8;
+
+/// Claims the due runs (at most [`PER_ACCOUNT`] of an account at once) and drives each on a
+/// task of its own: a run waiting on a slow `fetch` holds up only itself. Returns how many
+/// were started.
 pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
     let now = state.clock.now();
+    let full = state.runs.full();
+    let plan = state.runs.plan();
     let due = state
         .store
-        .write_repeatable(move |c| runs::claim_due(c, now, LEASE_MS, BATCH))
+        .write_repeatable(move |c| {
+            let mut plan = plan.clone();
+            runs::claim_due(c, now, LEASE_MS, BATCH, &full, &mut |r| {
+                plan.take(r.account_id)
+            })
+        })
         .await?;
     let n = due.len();
     for run in due {
+        state.runs.start(run.account_id);
         let started = run
             .state
             .as_deref()
@@ -29,9 +42,13 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
         } else {
             Trigger::Start
         };
-        if let Err(e) = drive(state.clone(), run.id, vec![trigger]).await {
-            tracing::warn!(run = %run.sid, error = %e, "a run could not advance");
-        }
+        let state = state.clone();
+        tokio::spawn(async move {
+            if let Err(e) = drive(state.clone(), run.id, vec![trigger]).await {
+                tracing::warn!(run = %run.sid, error = %format!("{e:#}"), "a run could not advance");
+            }
+            state.runs.done(run.account_id);
+        });
     }
     Ok(n)
 }

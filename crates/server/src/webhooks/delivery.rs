@@ -2,12 +2,10 @@
 //! its headers and signature, records every try, and schedules retries (try n waits
 //! n x 10 s after try n-1 failed; after try 10 the delivery is dead).
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use dialtone_store::deliveries::{self, Attempt, Due, Next};
-use tokio::sync::Semaphore;
-use tokio::task::JoinSet;
+use tokio::sync::mpsc;
 
 use super::signing::sign;
 use crate::state::AppState;
@@ -16,8 +14,6 @@ use crate::state::AppState;
 pub const LAST_TRY: i64 = 10;
 /// Most deliveries claimed per tick.
 const BATCH: i64 = 1000;
-/// Requests in flight at once.
-const IN_FLIGHT: usize = 256;
 /// A claimed delivery stays ours this long (longer than the receiver's timeout).
 fn lease_ms(state: &AppState) -> i64 {
     i64::try_from(state.config.webhook_timeout_ms).unwrap_or(10_000) * 2 + 10_000
@@ -134,68 +130,125 @@ async fn attempt(
     (attempt, ok)
 }
 
-/// Tries every due delivery once; returns how many were handled.
+/// Claims the due deliveries this node has room for and starts a try of each, every try on
+/// its own: recorded when it ends, by the recorder, never waited for here. Returns how many
+/// were started (or skipped: a disabled subscription's).
 pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
+    let room = state.deliveries.room();
+    if room == 0 {
+        return Ok(0);
+    }
     let now = state.clock.now();
     let lease = lease_ms(state);
+    let exclude = state.deliveries.exclusions();
+    let limit = (room as i64).min(BATCH);
+    let plan = state.deliveries.planner();
     let due = state
         .store
-        .write_repeatable(move |c| deliveries::claim(c, now, lease, BATCH))
+        .write_repeatable(move |c| {
+            // A run again after a rollback starts from the same plan.
+            let mut plan = plan.clone();
+            deliveries::claim(c, now, lease, limit, &exclude, &mut |d| plan.take(d))
+        })
         .await?;
     if due.is_empty() {
         return Ok(0);
     }
+    state.deliveries.start(&due);
     let count = due.len();
-    let limit = Arc::new(Semaphore::new(IN_FLIGHT));
-    let mut tasks = JoinSet::new();
-    let mut skipped = Vec::new();
+    let recorder = recorder(state);
     for d in due {
-        if d.hook_status.as_deref() == Some("disabled") {
-            skipped.push(Attempt {
-                delivery_id: d.id,
-                try_number: d.try_number,
-                status_code: None,
-                duration_ms: 0,
-                error: None,
-            });
-            continue;
-        }
-        let (client, outbound, brand, limit) = (
-            state.http.clone(),
-            state.outbound.clone(),
-            state.config.header_brand.clone(),
-            limit.clone(),
-        );
-        tasks.spawn(async move {
-            let _permit = limit.acquire_owned().await;
-            attempt(client, outbound, brand, d).await
-        });
-    }
-    let mut results = Vec::with_capacity(count);
-    while let Some(done) = tasks.join_next().await {
-        if let Ok(r) = done {
-            results.push(r);
-        }
-    }
-    let now = state.clock.now();
-    state
-        .store
-        .write_repeatable(move |c| {
-            for (a, ok) in &results {
-                let next = if *ok {
+        let (state, recorder) = (state.clone(), recorder.clone());
+        tokio::spawn(async move {
+            let (account, endpoint) = (d.account_id, d.endpoint.clone());
+            let (attempt, ok, next) = if d.hook_status.as_deref() == Some("disabled") {
+                let skipped = Attempt {
+                    delivery_id: d.id,
+                    try_number: d.try_number,
+                    status_code: None,
+                    duration_ms: 0,
+                    error: None,
+                };
+                (skipped, None, Next::Skipped)
+            } else {
+                let (client, outbound, brand) = (
+                    state.http.clone(),
+                    state.outbound.clone(),
+                    state.config.header_brand.clone(),
+                );
+                let (attempt, ok) = attempt(client, outbound, brand, d).await;
+                let now = state.clock.now();
+                let next = if ok {
                     Next::Delivered
-                } else if a.try_number >= LAST_TRY {
+                } else if attempt.try_number >= LAST_TRY {
                     Next::Dead
                 } else {
-                    Next::RetryAt(now.plus_ms((a.try_number + 1) * 10_000))
+                    Next::RetryAt(now.plus_ms((attempt.try_number + 1) * 10_000))
                 };
-                deliveries::record(c, a, next, now)?;
+                (attempt, Some(ok), next)
+            };
+            let recorded = RecordedTry {
+                attempt,
+                next,
+                account,
+                endpoint,
+                ok,
+            };
+            if let Err(mpsc::error::SendError(r)) = recorder.send(recorded) {
+                // No recorder: the lease brings the delivery back.
+                state.deliveries.done(r.account, &r.endpoint, r.ok);
             }
-            for a in &skipped {
-                deliveries::record(c, a, Next::Skipped, now)?;
-            }
-            Ok::<_, dialtone_store::DbError>(())
-        })
-        .await?;
+        });
+    }
     Ok(count)
+}
+
+/// A try that ended, to be recorded (by the recorder).
+pub struct RecordedTry {
+    attempt: Attempt,
+    next: Next,
+    account: i64,
+    endpoint: String,
+    ok: Option<bool>,
+}
+
+/// The channel to this node's recorder, started with the first try.
+fn recorder(state: &AppState) -> mpsc::UnboundedSender<RecordedTry> {
+    state
+        .delivery_recorder
+        .get_or_init(|| {
+            let (tx, rx) = mpsc::unbounded_channel();
+            tokio::spawn(record_loop(state.clone(), rx));
+            tx
+        })
+        .clone()
+}
+
+/// Records the tries as they end, every try that ended meanwhile in one write.
+async fn record_loop(state: AppState, mut rx: mpsc::UnboundedReceiver<RecordedTry>) {
+    while let Some(first) = rx.recv().await {
+        let mut batch = vec![first];
+        while let Ok(more) = rx.try_recv() {
+            batch.push(more);
+        }
+        let now = state.clock.now();
+        let rows: Vec<(Attempt, Next)> =
+            batch.iter().map(|r| (r.attempt.clone(), r.next)).collect();
+        let written = state
+            .store
+            .write_repeatable(move |c| {
+                for (a, next) in &rows {
+                    deliveries::record(c, a, *next, now)?;
+                }
+                Ok::<_, dialtone_store::DbError>(())
+            })
+            .await;
+        if let Err(e) = written {
+            // The leases bring these deliveries back; their tries were made.
+            tracing::error!(error = %e, "webhook tries could not be recorded");
+        }
+        for r in batch {
+            state.deliveries.done(r.account, &r.endpoint, r.ok);
+        }
+    }
 }

@@ -1,6 +1,7 @@
 //! Webhooks: subscriptions (shared by v2.0 and JSON-RPC) and the delivery worker.
 
 pub mod delivery;
+pub mod dispatch;
 pub mod signing;
 
 use dialtone_domain::Sid;

@@ -718,7 +718,7 @@ async fn audio_conversion_resumes_after_crash(app: TestApp) {
         .state
         .store
         .write(move |c| {
-            let claimed = audio_files::claim_conversions(c, now, LEASE_MS, 10)?;
+            let claimed = audio_files::claim_conversions(c, now, LEASE_MS, 10, &[], &mut |_| true)?;
             for job in &claimed {
                 if let Some(file) =
                     audio_files::start_processing(c, job.audio_file_id, job.revision, now)?
@@ -770,7 +770,9 @@ async fn audio_conversion_resumes_after_crash(app: TestApp) {
         let claimed = app
             .state
             .store
-            .write(move |c| audio_files::claim_conversions(c, now, LEASE_MS, 10))
+            .write(move |c| {
+                audio_files::claim_conversions(c, now, LEASE_MS, 10, &[], &mut |_| true)
+            })
             .await
             .expect("claim");
         assert_eq!(claimed.len(), 1);

@@ -151,15 +151,19 @@ impl TestApp {
     }
 
     /// Runs every kind of due background work once, as the workers would, and waits (at
-    /// most 30 s) for the SMS submissions it started to settle.
+    /// most 30 s) for what it started on tasks of their own (SMS submissions, webhook tries,
+    /// runs, conversions) to end.
     pub async fn tick(&self) -> usize {
         let n = self.tick_detached().await;
-        tokio::time::timeout(
-            std::time::Duration::from_secs(30),
-            self.state.submissions.settled(),
-        )
-        .await
-        .expect("the submissions of a tick settle within their lease");
+        let settled = async {
+            self.state.submissions.settled().await;
+            self.state.deliveries.settled().await;
+            self.state.runs.settled().await;
+            self.state.conversions.settled().await;
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(30), settled)
+            .await
+            .expect("the work a tick started settles within its leases");
         n
     }
 

@@ -247,7 +247,11 @@ async fn a_conversion_claimed_over_and_over_is_given_up(app: TestApp) {
         let claimed = app
             .state
             .store
-            .write(move |c| dialtone_store::audio_files::claim_conversions(c, now, 120_000, 2))
+            .write(move |c| {
+                dialtone_store::audio_files::claim_conversions(c, now, 120_000, 2, &[], &mut |_| {
+                    true
+                })
+            })
             .await
             .expect("claim");
         assert_eq!(claimed.len(), 1, "claimed by a node that then dies");

@@ -210,3 +210,108 @@ async fn an_endless_webhook_answer_is_not_read() {
     );
     server.abort();
 }
+
+/// One account's slow work does not hold up another's: its receiver hangs, 200 of its
+/// subscriptions point at a dead endpoint, two of its runs wait on `fetch` targets that never
+/// answer, ten of its files wait to convert; meanwhile another account's webhook arrives
+/// and its file converts at once. The real worker loops run (real time is the point:
+/// measured and bounded).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_accounts_slow_work_does_not_hold_up_anothers() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |c| {
+        c.run_workers = true;
+        c.webhook_timeout_ms = 5_000;
+    })
+    .await
+    .expect("app");
+    let noisy = app.account().await;
+    let quiet = app.account().await;
+    // A receiver that never answers, and an address that never answers a fetch.
+    let hang = Receiver::start().await;
+    hang.script(&[], Some(crate::receiver::Reply::Hang));
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_url = format!("http://{}/", silent.local_addr().unwrap());
+    let holder = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((s, _)) = silent.accept().await {
+            held.push(s);
+        }
+    });
+    crate::webhooks::subscribe(&app, &noisy, "billing.credit", &hang.url, json!(null)).await;
+    for i in 0..200 {
+        let dead = format!("http://127.0.0.1:9/dead{i}");
+        crate::webhooks::subscribe(&app, &noisy, "billing.credit", &dead, json!(null)).await;
+    }
+    let fetcher = crate::actions::scenario(
+        &app,
+        &noisy,
+        &format!(
+            "branches:\n  api-initiated:\n    actions:\n      - action: fetch@v1\n        params: {{url: \"{silent_url}\", timeout: 30}}\n"
+        ),
+    )
+    .await;
+    for _ in 0..2 {
+        let (status, _) = send(app.req(
+            &noisy,
+            Method::POST,
+            &format!("/v2.0/actions/{fetcher}/runs"),
+        ))
+        .await;
+        assert_eq!(status, 202);
+    }
+    let wav = {
+        let mut w = Vec::new();
+        w.extend_from_slice(b"RIFF");
+        w.extend_from_slice(&(36u32 + 480_000).to_le_bytes());
+        w.extend_from_slice(b"WAVEfmt ");
+        w.extend_from_slice(&16u32.to_le_bytes());
+        w.extend_from_slice(&1u16.to_le_bytes());
+        w.extend_from_slice(&1u16.to_le_bytes());
+        w.extend_from_slice(&48_000u32.to_le_bytes());
+        w.extend_from_slice(&96_000u32.to_le_bytes());
+        w.extend_from_slice(&2u16.to_le_bytes());
+        w.extend_from_slice(&16u16.to_le_bytes());
+        w.extend_from_slice(b"data");
+        w.extend_from_slice(&480_000u32.to_le_bytes());
+        w.resize(44 + 480_000, 0);
+        w
+    };
+    for i in 0..10 {
+        crate::audio_files::upload(&app, &noisy, &format!("n{i}"), "audio/wav", &wav).await;
+    }
+    top_up(&app, &noisy).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // The quiet account: a webhook and a file.
+    let fine = Receiver::start().await;
+    crate::webhooks::subscribe(&app, &quiet, "billing.credit", &fine.url, json!(null)).await;
+    let started = Instant::now();
+    top_up(&app, &quiet).await;
+    let file = crate::audio_files::upload(&app, &quiet, "mine", "audio/wav", &wav).await;
+    let mut delivered = None;
+    let mut converted = None;
+    while delivered.is_none() || converted.is_none() {
+        if delivered.is_none() && !fine.received().is_empty() {
+            delivered = Some(started.elapsed());
+        }
+        if converted.is_none() {
+            let (_, f) =
+                send(app.req(&quiet, Method::GET, &format!("/v2.0/audio-files/{file}"))).await;
+            if f["status"] == "ready" {
+                converted = Some(started.elapsed());
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "delivered {delivered:?}, converted {converted:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (delivered, converted) = (delivered.unwrap(), converted.unwrap());
+    eprintln!(
+        "beside the noisy account: webhook after {delivered:?}, file ready after {converted:?}"
+    );
+    assert!(delivered < Duration::from_secs(1), "{delivered:?}");
+    assert!(converted < Duration::from_secs(3), "{converted:?}");
+    holder.abort();
+}
