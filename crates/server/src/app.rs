@@ -76,6 +76,7 @@ impl Application {
             submissions: Default::default(),
             wake: Arc::default(),
             sms_wake: Arc::default(),
+            delivery_wake: Arc::default(),
             sms_pacing: Default::default(),
             http,
             deliveries: Default::default(),

@@ -48,6 +48,8 @@ pub struct Shared {
     pub submissions: crate::sms::submission::InFlight,
     /// Wakes the background workers when new work is committed.
     pub wake: Arc<crate::wake::Wake>,
+    /// Wakes the delivery worker when a try ended (its endpoint may take the next one).
+    pub delivery_wake: Arc<crate::wake::Wake>,
     /// Wakes the SMS worker when an SMS to send is committed.
     pub sms_wake: Arc<crate::wake::Wake>,
     /// Sizes the SMS worker's transactions by the load on the writer.

@@ -148,6 +148,9 @@ pub async fn run(state: AppState, shutdown: CancellationToken, idle: Duration) {
 /// after `idle` or when its signal wakes it.
 async fn repeat(state: &AppState, kind: Kind, shutdown: &CancellationToken, idle: Duration) {
     let mut woken = kind.wake(state).watch();
+    // The delivery worker is also woken when one of its tries ends.
+    let mut tried = state.delivery_wake.watch();
+    let deliveries = kind == Kind::Deliveries;
     loop {
         let handled = match tick_kind(state, kind).await {
             Ok(n) => n,
@@ -167,6 +170,7 @@ async fn repeat(state: &AppState, kind: Kind, shutdown: &CancellationToken, idle
             () = shutdown.cancelled() => return,
             () = tokio::time::sleep(idle) => {}
             () = woken.woken() => {}
+            () = tried.woken(), if deliveries => {}
         }
     }
 }

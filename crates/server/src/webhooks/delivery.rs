@@ -187,16 +187,12 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
                 };
                 (attempt, Some(ok), next)
             };
-            let recorded = RecordedTry {
-                attempt,
-                next,
-                account,
-                endpoint,
-                ok,
-            };
-            if let Err(mpsc::error::SendError(r)) = recorder.send(recorded) {
+            // Its account's and endpoint's place is free now: the next try may start.
+            state.deliveries.done(account, &endpoint, ok);
+            state.delivery_wake.notify_one();
+            if recorder.send(RecordedTry { attempt, next }).is_err() {
                 // No recorder: the lease brings the delivery back.
-                state.deliveries.done(r.account, &r.endpoint, r.ok);
+                state.deliveries.recorded(1);
             }
         });
     }
@@ -207,9 +203,6 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
 pub struct RecordedTry {
     attempt: Attempt,
     next: Next,
-    account: i64,
-    endpoint: String,
-    ok: Option<bool>,
 }
 
 /// The channel to this node's recorder, started with the first try.
@@ -247,8 +240,6 @@ async fn record_loop(state: AppState, mut rx: mpsc::UnboundedReceiver<RecordedTr
             // The leases bring these deliveries back; their tries were made.
             tracing::error!(error = %e, "webhook tries could not be recorded");
         }
-        for r in batch {
-            state.deliveries.done(r.account, &r.endpoint, r.ok);
-        }
+        state.deliveries.recorded(batch.len());
     }
 }

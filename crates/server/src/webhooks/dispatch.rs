@@ -10,7 +10,7 @@
 //!   deliveries costs one connection, never the others' turn. Its tries are never sent before
 //!   their time (try n waits n x 10 s after try n-1), only later when its line is long.
 //! - Tries are recorded as they end (a few at a time, by one task), not when the slowest of
-//!   a batch ends.
+//!   a batch ends; a try frees its account's and endpoint's place as soon as it ends.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -22,9 +22,9 @@ use tokio::sync::Notify;
 /// Tries in flight on a node.
 pub const IN_FLIGHT: usize = 256;
 /// Tries in flight for one account.
-pub const PER_ACCOUNT: usize = 32;
+pub const PER_ACCOUNT: usize = 128;
 /// Tries in flight to one endpoint.
-pub const PER_ENDPOINT: usize = 8;
+pub const PER_ENDPOINT: usize = 64;
 /// Failed tries in a row after which an endpoint is backed off (one try at a time).
 pub const BACKOFF_AFTER: u32 = 5;
 /// Most accounts or endpoints a claim leaves out by name (the busiest first).
@@ -157,7 +157,8 @@ impl Dispatch {
         self.in_flight.fetch_add(claimed.len(), Ordering::AcqRel);
     }
 
-    /// A try ended (recorded or not): frees its place and updates its endpoint's health.
+    /// A try ended: frees its account's and endpoint's place and updates the endpoint's
+    /// health (the try still counts in flight until [`Dispatch::recorded`]).
     pub fn done(&self, account: i64, endpoint: &str, ok: Option<bool>) {
         let mut counts = self.lock();
         if let Some(n) = counts.by_account.get_mut(&account) {
@@ -184,8 +185,11 @@ impl Dispatch {
         }
         // Forget the healthy.
         counts.health.retain(|_, h| h.failures > 0);
-        drop(counts);
-        if self.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
+    }
+
+    /// `n` ended tries were recorded (or given up to their leases).
+    pub fn recorded(&self, n: usize) {
+        if n > 0 && self.in_flight.fetch_sub(n, Ordering::AcqRel) == n {
             self.idle.notify_waiters();
         }
     }
@@ -239,29 +243,32 @@ mod tests {
     #[test]
     fn caps_per_endpoint_and_backoff() {
         let d = Dispatch::default();
-        let dead: Vec<Due> = (0..20).map(|_| due(1, "http://dead/")).collect();
+        let dead: Vec<Due> = (0..100).map(|_| due(1, "http://dead/")).collect();
         assert_eq!(claim(&d, &dead), PER_ENDPOINT, "the endpoint's cap");
         assert_eq!(claim(&d, &[due(2, "http://fine/")]), 1, "others go on");
         assert_eq!(d.exclusions().endpoints, ["http://dead/"]);
         for _ in 0..PER_ENDPOINT {
             d.done(1, "http://dead/", Some(false));
         }
+        d.recorded(PER_ENDPOINT);
         // Failed enough: one try at a time.
         assert_eq!(claim(&d, &dead), 1);
         assert_eq!(d.exclusions().endpoints, ["http://dead/"]);
         d.done(1, "http://dead/", Some(true));
+        d.recorded(1);
         assert_eq!(claim(&d, &dead), PER_ENDPOINT, "a success ends the backoff");
         for _ in 0..PER_ENDPOINT {
             d.done(1, "http://dead/", Some(true));
         }
         d.done(2, "http://fine/", Some(true));
+        d.recorded(PER_ENDPOINT + 1);
         assert_eq!(d.room(), IN_FLIGHT);
     }
 
     #[test]
     fn an_account_has_its_cap() {
         let d = Dispatch::default();
-        let many: Vec<Due> = (0..100).map(|i| due(7, &format!("http://h{i}/"))).collect();
+        let many: Vec<Due> = (0..200).map(|i| due(7, &format!("http://h{i}/"))).collect();
         assert_eq!(claim(&d, &many), PER_ACCOUNT);
         assert_eq!(d.exclusions().accounts, [7]);
     }
