@@ -86,6 +86,24 @@ pub struct Settings {
         value_delimiter = ','
     )]
     pub outbound_allow: Option<Vec<String>>,
+    /// Webhook subscriptions one account may hold [default: 100].
+    #[arg(long, env = "DIALTONE_QUOTA_WEBHOOKS", global = true)]
+    pub quota_webhooks: Option<i64>,
+    /// Scenarios one account may hold [default: 1000].
+    #[arg(long, env = "DIALTONE_QUOTA_SCENARIOS", global = true)]
+    pub quota_scenarios: Option<i64>,
+    /// Audio files one account may hold [default: 1000].
+    #[arg(long, env = "DIALTONE_QUOTA_AUDIO_FILES", global = true)]
+    pub quota_audio_files: Option<i64>,
+    /// Bytes of audio one account may store [default: 1073741824 (1 GiB)].
+    #[arg(long, env = "DIALTONE_QUOTA_AUDIO_BYTES", global = true)]
+    pub quota_audio_bytes: Option<i64>,
+    /// Runs one account may have running at once [default: 1000].
+    #[arg(long, env = "DIALTONE_QUOTA_RUNNING_RUNS", global = true)]
+    pub quota_running_runs: Option<i64>,
+    /// Largest state (state and variables) of a run, in bytes [default: 262144].
+    #[arg(long, env = "DIALTONE_MAX_RUN_STATE_BYTES", global = true)]
+    pub max_run_state_bytes: Option<usize>,
     /// Run the simulated network and /sandbox; false: only SMPP connectors carry SMS and a
     /// destination none routes is refused [default: true].
     #[arg(long, env = "DIALTONE_SIMULATED_NETWORK", global = true)]
@@ -302,6 +320,39 @@ impl Settings {
         }
         if let Some(secs) = self.body_timeout.or(file.body_timeout) {
             config.body_timeout_ms = secs.clamp(1, 3600) * 1000;
+        }
+        let quota = |flag: Option<i64>, file: Option<i64>, into: &mut i64| {
+            if let Some(n) = flag.or(file) {
+                *into = n.clamp(0, i64::MAX);
+            }
+        };
+        quota(
+            self.quota_webhooks,
+            file.quota_webhooks,
+            &mut config.quota_webhooks,
+        );
+        quota(
+            self.quota_scenarios,
+            file.quota_scenarios,
+            &mut config.quota_scenarios,
+        );
+        quota(
+            self.quota_audio_files,
+            file.quota_audio_files,
+            &mut config.quota_audio_files,
+        );
+        quota(
+            self.quota_audio_bytes,
+            file.quota_audio_bytes,
+            &mut config.quota_audio_bytes,
+        );
+        quota(
+            self.quota_running_runs,
+            file.quota_running_runs,
+            &mut config.quota_running_runs,
+        );
+        if let Some(n) = self.max_run_state_bytes.or(file.max_run_state_bytes) {
+            config.max_run_state_bytes = n.clamp(4_096, 64 * 1024 * 1024);
         }
         if let Some(mode) = self.outbound_private.or(file.outbound_private) {
             config.outbound_private = Some(mode);

@@ -91,6 +91,19 @@ pub struct Config {
     /// Failed authentications a client address may make in a minute before it is refused
     /// (429) for the rest of it (0: no limit).
     pub auth_failures_per_minute: u32,
+    /// Webhook subscriptions one account may hold.
+    pub quota_webhooks: i64,
+    /// Scenarios one account may hold.
+    pub quota_scenarios: i64,
+    /// Audio files one account may hold.
+    pub quota_audio_files: i64,
+    /// Bytes of audio (uploaded originals) one account may store.
+    pub quota_audio_bytes: i64,
+    /// Runs one account may have running at once.
+    pub quota_running_runs: i64,
+    /// Largest state of a run (its interpreter state and variables, as stored), in bytes;
+    /// a step that would store more fails the run.
+    pub max_run_state_bytes: usize,
     /// Whether webhooks and scenario fetches may reach private addresses; None: allowed
     /// when the server listens on loopback only.
     pub outbound_private: Option<crate::outbound::Private>,
@@ -156,6 +169,18 @@ pub struct FileConfig {
     pub auth_failures_per_minute: Option<u32>,
     /// See [`Config::body_timeout_ms`] (seconds).
     pub body_timeout: Option<u64>,
+    /// See [`Config::quota_webhooks`].
+    pub quota_webhooks: Option<i64>,
+    /// See [`Config::quota_scenarios`].
+    pub quota_scenarios: Option<i64>,
+    /// See [`Config::quota_audio_files`].
+    pub quota_audio_files: Option<i64>,
+    /// See [`Config::quota_audio_bytes`].
+    pub quota_audio_bytes: Option<i64>,
+    /// See [`Config::quota_running_runs`].
+    pub quota_running_runs: Option<i64>,
+    /// See [`Config::max_run_state_bytes`].
+    pub max_run_state_bytes: Option<usize>,
     /// See [`Config::outbound_private`].
     pub outbound_private: Option<crate::outbound::Private>,
     /// See [`Config::outbound_allow`].
@@ -217,6 +242,12 @@ impl Config {
             auth_failures_per_minute: 20,
             outbound_private: None,
             outbound_allow: Vec::new(),
+            quota_webhooks: 100,
+            quota_scenarios: 1_000,
+            quota_audio_files: 1_000,
+            quota_audio_bytes: 1024 * 1024 * 1024,
+            quota_running_runs: 1_000,
+            max_run_state_bytes: 256 * 1024,
             smpp: Vec::new(),
         }
     }

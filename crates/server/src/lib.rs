@@ -20,6 +20,7 @@ pub mod numbers;
 pub mod ops;
 pub mod outbound;
 pub mod provisioning;
+pub mod quotas;
 pub mod rest11;
 pub mod sandbox;
 pub mod scenarios;

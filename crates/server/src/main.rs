@@ -308,13 +308,8 @@ async fn credit(config: Config, cmd: CreditCommand) -> anyhow::Result<()> {
                     let a = accounts::by_sid(c, &sid)?
                         .ok_or_else(|| anyhow::anyhow!("no account {sid}"))?;
                     dialtone_store::accounts::lock(c, a.id)?;
-                    Ok::<_, anyhow::Error>(dialtone_store::billing::top_up(
-                        c,
-                        a.id,
-                        amount,
-                        "operator top-up",
-                        now,
-                    )?)
+                    dialtone_store::billing::top_up(c, a.id, amount, "operator top-up", now)?
+                        .ok_or_else(|| anyhow::anyhow!("the balance cannot hold this amount"))
                 })
                 .await?;
             println!("credit of {account} is now {balance} cents");

@@ -249,14 +249,19 @@ fn credit_inner(
     Ok(a)
 }
 
-/// A top-up: credits the account and emits `billing.credit`. Returns the balance after it.
+/// A top-up: credits the account and emits `billing.credit`. Returns the balance after it,
+/// or None (nothing changed) when the balance would not fit: an amount that overflows is
+/// refused, never half applied.
 pub fn top_up(
     conn: &mut dyn Conn,
     account_id: i64,
     amount: Money,
     cause: &str,
     now: Timestamp,
-) -> Result<Money, DbError> {
+) -> Result<Option<Money>, DbError> {
+    if balance(conn, account_id)?.checked_add(amount).is_none() {
+        return Ok(None);
+    }
     let a = credit_inner(conn, account_id, amount, "top-up", cause, now)?;
     credit_event(
         conn,
@@ -267,7 +272,7 @@ pub fn top_up(
         &format!(r#","credited":"{amount}""#),
         now,
     )?;
-    Ok(a.balance)
+    Ok(Some(a.balance))
 }
 
 fn record(

@@ -44,6 +44,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(16, "0016_auth_version"),
     migration!(17, "0017_smpp_receipts"),
     migration!(18, "0018_phone_code_failures"),
+    migration!(19, "0019_quotas"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

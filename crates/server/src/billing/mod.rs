@@ -25,13 +25,8 @@ pub async fn top_up(state: &AppState, sid: Sid, amount: Money) -> ApiResult<Mone
             let account =
                 accounts::by_sid(c, &sid)?.ok_or_else(|| ApiError::not_found("account"))?;
             accounts::lock(c, account.id)?;
-            Ok::<_, ApiError>(billing::top_up(
-                c,
-                account.id,
-                amount,
-                "operator top-up",
-                now,
-            )?)
+            billing::top_up(c, account.id, amount, "operator top-up", now)?
+                .ok_or_else(|| ApiError::invalid("amount", "the balance cannot hold this amount"))
         })
         .await?;
     state.wake.notify_one();

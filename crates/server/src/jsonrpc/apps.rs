@@ -87,10 +87,16 @@ pub async fn create(call: &Call<'_>) -> Result<Value, RpcError> {
     let script = script_of(call.param(2), 2)?;
     crate::scenarios::validate(call.state, call.caller.account.id, &script).await?;
     let (account, now) = (call.caller.account.id, call.state.clock.now());
+    let config = call.state.config.clone();
     let s = call
         .state
         .store
-        .write(move |c| scenarios::create(c, account, &name, &script, now))
+        .write(move |c| {
+            crate::quotas::check(c, &config, crate::quotas::Quota::Scenarios, account)?;
+            Ok::<_, crate::http::error::ApiError>(scenarios::create(
+                c, account, &name, &script, now,
+            )?)
+        })
         .await?;
     Ok(app(&s, Vec::new()))
 }

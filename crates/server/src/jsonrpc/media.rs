@@ -6,7 +6,6 @@
 
 use base64::Engine;
 use dialtone_domain::Sid;
-use dialtone_store::DbError;
 use dialtone_store::audio_files::{self, AudioFile, SOURCE_UPLOAD};
 use serde_json::{Value, json};
 
@@ -74,13 +73,15 @@ fn name(call: &Call<'_>, i: usize) -> Result<String, RpcError> {
 pub async fn create(call: &Call<'_>) -> Result<Value, RpcError> {
     let name = name(call, 0)?;
     let (account, now) = (call.caller.account.id, call.state.clock.now());
+    let config = call.state.config.clone();
     let file = call
         .state
         .store
         .write(move |c| {
+            crate::quotas::check(c, &config, crate::quotas::Quota::AudioFiles, account)?;
             let file = audio_files::create(c, account, &name, now)?;
             emit_status(c, &file, now)?;
-            Ok::<_, DbError>(file)
+            Ok::<_, crate::http::error::ApiError>(file)
         })
         .await?;
     Ok(json!(file.id))

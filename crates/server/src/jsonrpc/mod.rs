@@ -101,7 +101,8 @@ impl From<ApiError> for RpcError {
             | "sender_not_approved"
             | "insufficient_credit"
             | "rate_limited"
-            | "export_quota_exceeded" => codes::NOT_ALLOWED,
+            | "export_quota_exceeded"
+            | "quota_exceeded" => codes::NOT_ALLOWED,
             _ => codes::INTERNAL,
         };
         let data = if e.details.is_empty() {

@@ -107,15 +107,18 @@ pub async fn replace_content(
     bytes: Vec<u8>,
 ) -> Result<Option<AudioFile>, ApiError> {
     let now = state.clock.now();
+    let config = state.config.clone();
     let file = state
         .store
         .write(move |c| {
             let Some(file) = audio_files::get(c, account_id, &sid)? else {
                 return Ok(None);
             };
+            let replacing = crate::quotas::content_size(c, file.id)?;
+            crate::quotas::check_audio_bytes(c, &config, account_id, bytes.len(), replacing)?;
             let file = audio_files::set_content(c, file.id, source, content_type, &bytes, now)?;
             emit_status(c, &file, now)?;
-            Ok::<_, DbError>(Some(file))
+            Ok::<_, ApiError>(Some(file))
         })
         .await?;
     if file.is_some() {

@@ -132,6 +132,7 @@ pub async fn accept(
         .unwrap_or(dialtone_media::DeclaredType::Wav)
         .content_type();
     let (number, code, now) = (called_number.clone(), code.to_owned(), state.clock.now());
+    let config = state.config.clone();
     let keys = vec![
         (format!("from:{calling_number}"), FAILURES_PER_CALLER),
         (
@@ -147,14 +148,22 @@ pub async fn accept(
                 return Ok(Accepted::LockedOut { until });
             }
             let Some(file_id) = audio_files::use_phone_id(c, &number, &code, account, now)? else {
-                let names: Vec<String> = keys.into_iter().map(|(k, _)| k).collect();
+                let names: Vec<String> = keys.iter().map(|(k, _)| k.clone()).collect();
                 audio_files::phone_code_failed(c, &names, FAILURE_WINDOW_MS, now)?;
                 return Ok(Accepted::WrongCode);
             };
+            let account = c
+                .query_one(
+                    "SELECT account_id FROM audio_files WHERE id = $1",
+                    dialtone_store::params![file_id],
+                )?
+                .int(0)?;
+            let replacing = crate::quotas::content_size(c, file_id)?;
+            crate::quotas::check_audio_bytes(c, &config, account, audio.len(), replacing)?;
             let file =
                 audio_files::set_content(c, file_id, SOURCE_PHONE, content_type, &audio, now)?;
             emit_status(c, &file, now)?;
-            Ok::<_, DbError>(Accepted::Recorded(file.sid))
+            Ok::<_, ApiError>(Accepted::Recorded(file.sid))
         })
         .await?;
     if matches!(outcome, Accepted::Recorded(_)) {

@@ -26,12 +26,28 @@ pub fn new_token() -> String {
         .collect()
 }
 
-/// Reserves numbers for the account.
+/// Reservations an account may let lapse (expire or cancel) in an hour before it may hold
+/// no more for the rest of it: a hold is 5 minutes, so numbers cannot be kept from others
+/// by reserving them again and again.
+pub const UNBOUGHT_PER_HOUR: i64 = 3;
+
+/// Reserves numbers for the account: it must have the credit to buy what it holds (setup and
+/// first month), and not have let [`UNBOUGHT_PER_HOUR`] reservations lapse in the last hour.
 pub async fn reserve(state: &AppState, account_id: i64, wanted: Wanted) -> ApiResult<Reservation> {
     let (now, token) = (state.clock.now(), new_token());
     state
         .store
         .write(move |c| {
+            let lapsed = reservations::unbought_since(c, account_id, now.plus_ms(-3_600_000))?;
+            if lapsed >= UNBOUGHT_PER_HOUR {
+                return Err(ApiError::too_many(
+                    "rate_limited",
+                    format!(
+                        "{lapsed} reservations lapsed unbought in the last hour: buy what you reserve, or wait"
+                    ),
+                    3_600,
+                ));
+            }
             let offered = dialtone_store::numbers::inventory::types(c, &wanted.country)?;
             if !offered.iter().any(|(t, _)| *t == wanted.number_type) {
                 return Err(ApiError::not_found(&format!(
@@ -40,7 +56,24 @@ pub async fn reserve(state: &AppState, account_id: i64, wanted: Wanted) -> ApiRe
                 )));
             }
             match reservations::reserve(c, account_id, &wanted, &token, now, HOLD_MS)? {
-                Reserved::Held(r) => Ok(r),
+                Reserved::Held(r) => {
+                    let account = dialtone_store::accounts::by_id(c, account_id)?
+                        .ok_or_else(|| ApiError::not_found("account"))?;
+                    let cost = r
+                        .setup_total
+                        .checked_add(r.monthly_total)
+                        .unwrap_or(Money::from_units(i64::MAX));
+                    let balance = dialtone_store::billing::balance(c, account_id)?;
+                    let prepaid = account.billing_mode == dialtone_domain::account::BillingMode::Prepaid;
+                    if prepaid && balance < cost {
+                        // The write is undone: nothing stays held.
+                        return Err(ApiError::forbidden(
+                            "insufficient_credit",
+                            format!("these numbers cost {cost} cents to buy; the credit is {balance} cents"),
+                        ));
+                    }
+                    Ok(r)
+                }
                 Reserved::AlreadyHolding => Err(ApiError::bad_request(
                     "reservation_exists",
                     "the account already holds a reservation: buy or cancel it first",

@@ -42,13 +42,13 @@ pub async fn inbound(
     checks.finish()?;
     let to = to.map(|t| t.as_str().to_owned()).unwrap_or_default();
     let (account, now) = (caller.account.clone(), state.clock.now());
-    let parsed = state.parsed.clone();
+    let st = state.clone();
     let sms = state
         .store
         .write(move |c| {
             owned::get(c, account.id, &to)?
                 .ok_or_else(|| ApiError::not_found("number (the account owns no such number)"))?;
-            crate::sms::receive(c, &account, &b.from, &to, &b.body, now, &parsed)
+            crate::sms::receive(c, &st, &account, &b.from, &to, &b.body, now)
         })
         .await?;
     state.wake.notify_one();

@@ -144,6 +144,7 @@ pub async fn place_inbound(
     let (from, to) = (from.to_owned(), to.to_owned());
     let now = state.clock.now();
     let lease = now.plus_ms(30_000);
+    let max_running = state.config.quota_running_runs;
     let placed = state
         .store
         .write(move |c| {
@@ -209,6 +210,7 @@ pub async fn place_inbound(
             // The interpreter answers (autoAnswer) as its first command.
             let run = new_run(
                 c,
+                max_running,
                 account_id,
                 &scenario,
                 "inbound-call",
@@ -232,10 +234,12 @@ pub async fn place_inbound(
     Ok(placed)
 }
 
-/// Creates a run (not started: its start is stored, leased until `lease`).
+/// Creates a run (not started: its start is stored, leased until `lease`), within the
+/// account's quota of runs running at once (`max_running`).
 #[allow(clippy::too_many_arguments)]
 pub fn new_run(
     c: &mut dyn Conn,
+    max_running: i64,
     account_id: i64,
     scenario: &scenarios::Scenario,
     kind: &str,
@@ -249,6 +253,18 @@ pub fn new_run(
         "api" => "api-initiated",
         other => other,
     };
+    let running = c
+        .query_one(
+            "SELECT count(*) FROM runs WHERE account_id = $1 AND status = 'running'",
+            dialtone_store::params![account_id],
+        )?
+        .int(0)?;
+    if running >= max_running {
+        return Err(ApiError::forbidden(
+            "quota_exceeded",
+            format!("the account has {running} runs running: the limit is {max_running}"),
+        ));
+    }
     let run = runs::create(
         c,
         &NewRun {
@@ -581,6 +597,7 @@ pub fn start_inbound_sms(
     sms: Value,
     now: Timestamp,
     parsed: &super::ParsedCache,
+    max_running: i64,
 ) -> Result<Option<i64>, ApiError> {
     let Some(scenario) = scenarios::attached_to(c, to)? else {
         return Ok(None);
@@ -594,6 +611,7 @@ pub fn start_inbound_sms(
     }
     let run = new_run(
         c,
+        max_running,
         account_id,
         &scenario,
         "inbound-sms",
@@ -602,6 +620,14 @@ pub fn start_inbound_sms(
         serde_json::Map::new(),
         now,
         now,
-    )?;
-    Ok(Some(run.id))
+    );
+    match run {
+        Ok(run) => Ok(Some(run.id)),
+        // The SMS is received all the same; only its run is not started.
+        Err(e) if e.code == "quota_exceeded" => {
+            tracing::warn!(account_id, reason = %e.message, "inbound-sms run not started");
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
 }

@@ -53,6 +53,18 @@ pub enum Trigger {
 const MAX_TRIGGERS: usize = 1_000;
 /// Most log lines kept per run.
 const MAX_LOG: usize = 1_000;
+/// Longest log line kept (characters; longer ones are cut).
+const MAX_LOG_MESSAGE: usize = 1_024;
+/// Most bytes of log kept per run (the oldest lines go first).
+const MAX_LOG_BYTES: usize = 64 * 1024;
+
+/// `text` cut to `max` characters (with an ellipsis when cut).
+fn truncated(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}
 
 /// Drives a run through `triggers` and whatever they cause.
 pub fn drive(
@@ -84,6 +96,7 @@ pub fn drive(
                 step,
                 now: state.clock.now(),
                 simulated: state.simulated.clone(),
+                max_state: state.config.max_run_state_bytes,
             };
             let out = state
                 .store
@@ -159,6 +172,8 @@ struct CommitInput {
     step: Option<Step>,
     now: Timestamp,
     simulated: Option<std::sync::Arc<dialtone_carrier::Simulated>>,
+    /// The largest state and variables a run may store.
+    max_state: usize,
 }
 
 struct CommitOutput {
@@ -191,8 +206,9 @@ fn commit(c: &mut dyn Conn, input: &CommitInput) -> Result<Option<CommitOutput>,
         step,
         now,
         simulated,
+        max_state,
     } = input;
-    let now = *now;
+    let (now, max_state) = (*now, *max_state);
     let mut call = match run.call_id {
         Some(id) => calls::by_id(c, id)?,
         None => None,
@@ -206,24 +222,35 @@ fn commit(c: &mut dyn Conn, input: &CommitInput) -> Result<Option<CommitOutput>,
     };
     let (status, error, state_json, variables, log) = match &step {
         Some(step) => {
-            let (status, error) = status_of(&step.outcome);
-            let state_json = serde_json::to_string(&Stored::Running(step.state.clone()))
+            let (mut status, mut error) = status_of(&step.outcome);
+            let mut state_json = serde_json::to_string(&Stored::Running(step.state.clone()))
                 .map_err(ApiError::internal)?;
-            let variables = Value::Object(step.state.variables()).to_string();
+            let mut variables = Value::Object(step.state.variables()).to_string();
             let mut log: Vec<Value> = serde_json::from_str(&run.log).unwrap_or_default();
             for entry in &step.log {
-                log.push(json!({"at": entry.at, "level": entry.level, "message": entry.message}));
+                let message = truncated(&entry.message, MAX_LOG_MESSAGE);
+                log.push(json!({"at": entry.at, "level": entry.level, "message": message}));
             }
             if log.len() > MAX_LOG {
                 log.drain(..log.len() - MAX_LOG);
             }
-            (
-                status,
-                error,
-                Some(state_json),
-                variables,
-                Value::Array(log).to_string(),
-            )
+            let mut log_text = Value::Array(log.clone()).to_string();
+            while log_text.len() > MAX_LOG_BYTES && !log.is_empty() {
+                let drop = (log.len() / 4).max(1);
+                log.drain(..drop);
+                log_text = Value::Array(log.clone()).to_string();
+            }
+            // A run that grew past its bound fails, keeping what it had before this step.
+            let size = state_json.len() + variables.len();
+            if size > max_state {
+                status = "failed";
+                error = Some(format!(
+                    "the run's state and variables would take {size} bytes: the limit is {max_state}"
+                ));
+                state_json = run.state.clone().unwrap_or_default();
+                variables = run.variables.clone();
+            }
+            (status, error, Some(state_json), variables, log_text)
         }
         None => (
             "running",

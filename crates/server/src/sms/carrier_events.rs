@@ -103,7 +103,7 @@ pub async fn handle(state: &AppState, event: CarrierEvent) {
                     let Some(owner) = accounts::by_id(c, owner_id)? else {
                         return Ok(false);
                     };
-                    super::receive(c, &owner, &f, &t, &text, now, &st.parsed)?;
+                    super::receive(c, &st, &owner, &f, &t, &text, now)?;
                     Ok(true)
                 })
                 .await;

@@ -208,12 +208,12 @@ pub fn queue_event(outbox: &mut Outbox, sms: &Sms, billing_mode: &str, now: Time
 /// `sms.mo`. Returns the stored SMS.
 pub fn receive(
     c: &mut dyn Conn,
+    state: &AppState,
     owner: &Account,
     from: &str,
     to: &str,
     body: &str,
     now: Timestamp,
-    parsed: &crate::scenarios::ParsedCache,
 ) -> ApiResult<Sms> {
     let text = layout(body, None).map_err(|e| text_error(&e))?;
     let new = NewSms {
@@ -250,6 +250,14 @@ pub fn receive(
         "status": sms.status,
         "created": sms.created.to_rfc3339(),
     });
-    crate::scenarios::call::start_inbound_sms(c, owner.id, to, context, now, parsed)?;
+    crate::scenarios::call::start_inbound_sms(
+        c,
+        owner.id,
+        to,
+        context,
+        now,
+        &state.parsed,
+        state.config.quota_running_runs,
+    )?;
     Ok(sms)
 }

@@ -240,7 +240,7 @@ pub(crate) fn apply(
     {
         // Written first, so the delivery's event comes before the `sms.mo` it causes.
         moves.flush(c)?;
-        super::receive(c, &owner, &sms.from, &sms.to, &sms.body, at, &state.parsed)?;
+        super::receive(c, state, &owner, &sms.from, &sms.to, &sms.body, at)?;
     }
     Ok(moved)
 }

@@ -221,9 +221,13 @@ pub async fn create(
     checks.finish()?;
     crate::scenarios::validate(&state, caller.account.id, &b.script).await?;
     let (account, now) = (caller.account.id, state.clock.now());
+    let config = state.config.clone();
     let s = state
         .store
-        .write(move |c| scenarios::create(c, account, &b.name, &b.script, now))
+        .write(move |c| {
+            crate::quotas::check(c, &config, crate::quotas::Quota::Scenarios, account)?;
+            Ok::<_, ApiError>(scenarios::create(c, account, &b.name, &b.script, now)?)
+        })
         .await?;
     Ok((StatusCode::CREATED, Json(view(s, Vec::new()))))
 }
@@ -445,11 +449,13 @@ pub async fn start_run(
         ));
     }
     let now = state.clock.now();
+    let max_running = state.config.quota_running_runs;
     let run = state
         .store
         .write_repeatable(move |c| {
             crate::scenarios::call::new_run(
                 c,
+                max_running,
                 account,
                 &s,
                 "api",

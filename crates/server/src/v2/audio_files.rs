@@ -11,7 +11,6 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use dialtone_domain::Sid;
 use dialtone_media::DeclaredType;
-use dialtone_store::DbError;
 use dialtone_store::audio_files::{self, AudioFile, Filter, SOURCE_UPLOAD, SOURCES, STATUSES};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -293,12 +292,15 @@ pub async fn create(
     };
     let (account, now) = (caller.account.id, state.clock.now());
     let has_content = content.is_some();
+    let config = state.config.clone();
     let file = state
         .store
         .write(move |c| {
+            crate::quotas::check(c, &config, crate::quotas::Quota::AudioFiles, account)?;
             let mut file = audio_files::create(c, account, &name, now)?;
             emit_status(c, &file, now)?;
             if let Some((declared, bytes)) = content {
+                crate::quotas::check_audio_bytes(c, &config, account, bytes.len(), 0)?;
                 file = audio_files::set_content(
                     c,
                     file.id,
@@ -309,7 +311,7 @@ pub async fn create(
                 )?;
                 emit_status(c, &file, now)?;
             }
-            Ok::<_, DbError>(file)
+            Ok::<_, ApiError>(file)
         })
         .await?;
     if has_content {

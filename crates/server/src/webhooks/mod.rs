@@ -108,10 +108,12 @@ pub async fn subscribe(
     let now = state.clock.now();
     let secret = signing.secret.flatten();
     let algo = signing.algo.unwrap_or_else(|| "SHA256".to_owned());
-    Ok(state
+    let config = state.config.clone();
+    state
         .store
         .write(move |c| {
-            webhooks::create(
+            crate::quotas::check(c, &config, crate::quotas::Quota::Webhooks, account_id)?;
+            Ok(webhooks::create(
                 c,
                 account_id,
                 &event_type,
@@ -119,9 +121,9 @@ pub async fn subscribe(
                 secret.as_deref(),
                 &algo,
                 now,
-            )
+            )?)
         })
-        .await?)
+        .await
 }
 
 /// Deletes a subscription; 404 when the account has none with that sid.

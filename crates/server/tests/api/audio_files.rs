@@ -59,7 +59,7 @@ pub fn multipart(parts: &[Part<'_>]) -> (String, Vec<u8>) {
     (format!("multipart/form-data; boundary={boundary}"), body)
 }
 
-async fn send_multipart(
+pub(crate) async fn send_multipart(
     app: &TestApp,
     acct: &TestAccount,
     method: Method,

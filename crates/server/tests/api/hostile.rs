@@ -149,6 +149,17 @@ fn wav_claiming(rate: u32) -> Vec<u8> {
     out
 }
 
+/// `ms` of silence at 48 kHz (96 bytes a millisecond).
+pub(crate) fn wav_of_ms(ms: u32) -> Vec<u8> {
+    let data = ms * 96;
+    let mut out = wav_claiming(48_000);
+    out.truncate(44);
+    out.resize(44 + data as usize, 0);
+    out[40..44].copy_from_slice(&data.to_le_bytes());
+    out[4..8].copy_from_slice(&(36 + data).to_le_bytes());
+    out
+}
+
 /// A fine WAV: `seconds` of silence at 48 kHz (96,000 bytes a second).
 fn wav_of(seconds: u32) -> Vec<u8> {
     let data = seconds * 96_000;

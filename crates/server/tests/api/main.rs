@@ -13,6 +13,7 @@ mod fuzz;
 mod hostile;
 mod hostile_connections;
 mod hostile_outbound;
+mod hostile_quotas;
 mod idempotency;
 mod isolation;
 mod jsonrpc;

@@ -142,6 +142,20 @@ pub fn expire_due(conn: &mut dyn Conn, now: Timestamp, limit: i64) -> Result<usi
     expire(conn, None, now, limit)
 }
 
+/// How many of the account's reservations ended unbought (expired or cancelled) since
+/// `since`.
+pub fn unbought_since(
+    conn: &mut dyn Conn,
+    account_id: i64,
+    since: Timestamp,
+) -> Result<i64, DbError> {
+    conn.query_one(
+        "SELECT count(*) FROM reservations WHERE account_id = $1 AND status IN ('expired', 'cancelled') AND updated >= $2",
+        params![account_id, since],
+    )?
+    .int(0)
+}
+
 /// Reserves free numbers matching `wanted` for `hold_ms`.
 pub fn reserve(
     conn: &mut dyn Conn,
