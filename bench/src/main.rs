@@ -9,6 +9,7 @@ mod load;
 mod receiver;
 mod seed;
 mod server;
+mod soak;
 
 use std::time::{Duration, Instant};
 
@@ -44,9 +45,16 @@ struct Args {
     #[arg(long, default_value_t = 1_000_000)]
     exported_calls: u64,
     /// Only these benchmarks (comma separated: start,ping,sms,runs,calls,search,webhooks,export),
-    /// or `crash` (never run by default): the kill -9 test.
+    /// or `crash` (never run by default): the kill -9 test, or `soak`: the database's size
+    /// under a constant load with a short retention.
     #[arg(long)]
     only: Option<String>,
+    /// Minutes of the soak (`--only soak`).
+    #[arg(long, default_value_t = 5)]
+    soak_minutes: u64,
+    /// Retention of the soak's records.
+    #[arg(long, default_value = "60s")]
+    soak_retain: String,
     /// Kills of the crash test.
     #[arg(long, default_value_t = 20)]
     kills: usize,
@@ -172,6 +180,9 @@ async fn main() -> anyhow::Result<()> {
         }
     );
 
+    if asked(&args, "soak") {
+        return soak::run(&binary, args.soak_minutes, &args.soak_retain).await;
+    }
     if asked(&args, "crash") {
         return crash::run(
             &binary,

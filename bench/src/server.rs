@@ -38,6 +38,15 @@ pub struct Server {
 }
 
 fn spawn(binary: &Path, dir: &Path, url: &str) -> anyhow::Result<(Child, String)> {
+    spawn_with(binary, dir, url, &[])
+}
+
+fn spawn_with(
+    binary: &Path,
+    dir: &Path,
+    url: &str,
+    extra: &[&str],
+) -> anyhow::Result<(Child, String)> {
     let mut child = Command::new(binary)
         .args([
             "serve",
@@ -51,6 +60,7 @@ fn spawn(binary: &Path, dir: &Path, url: &str) -> anyhow::Result<(Child, String)
         .arg("--data-dir")
         .arg(dir)
         .args(["--database-url", url])
+        .args(extra)
         .env("RUST_LOG", "info")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -87,13 +97,22 @@ async fn wait_ready(base: &str) -> anyhow::Result<()> {
 impl Server {
     /// Starts on a fresh database and waits until it is ready.
     pub async fn start(binary: &Path, pg: Option<&str>) -> anyhow::Result<Self> {
+        Self::start_with(binary, pg, &[]).await
+    }
+
+    /// Like [`Server::start`], with more flags for the server.
+    pub async fn start_with(
+        binary: &Path,
+        pg: Option<&str>,
+        extra: &[&str],
+    ) -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
         let database_url = match pg {
             Some(url) => crate::seed::fresh_schema(url).await?,
             None => format!("sqlite:{}", dir.path().join("dialtone.db").display()),
         };
         let started = Instant::now();
-        let (child, base) = spawn(binary, dir.path(), &database_url)?;
+        let (child, base) = spawn_with(binary, dir.path(), &database_url, extra)?;
         wait_ready(&base).await?;
         let ready_after = started.elapsed();
         Ok(Self {
@@ -120,6 +139,15 @@ impl Server {
             ready_after: started.elapsed(),
             account_sid: None,
         })
+    }
+
+    /// Bytes the SQLite database takes on disk (its file and its WAL).
+    pub fn sqlite_bytes(&self) -> u64 {
+        ["dialtone.db", "dialtone.db-wal"]
+            .iter()
+            .filter_map(|f| std::fs::metadata(self.dir.path().join(f)).ok())
+            .map(|m| m.len())
+            .sum()
     }
 
     /// Starts again on the same database.

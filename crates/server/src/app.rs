@@ -84,6 +84,7 @@ impl Application {
             fetch_http: scenarios::fetch::client(&outbound)?,
             outbound,
             runs: crate::share::Share::new(scenarios::worker::PER_ACCOUNT),
+            next_prune: Default::default(),
             conversions: crate::share::Share::new(crate::media::conversion::PER_ACCOUNT),
             engine: scenarios::Engine::start(config_threads())?,
             parsed: Arc::new(scenarios::ParsedCache::default()),

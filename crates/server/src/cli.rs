@@ -86,6 +86,16 @@ pub struct Settings {
         value_delimiter = ','
     )]
     pub outbound_allow: Option<Vec<String>>,
+    /// How long events, webhook deliveries and their tries are kept (30d, 12h, 90m)
+    /// [default: 30d].
+    #[arg(long, env = "DIALTONE_RETAIN_EVENTS", global = true)]
+    pub retain_events: Option<String>,
+    /// How long finished runs are kept [default: 30d].
+    #[arg(long, env = "DIALTONE_RETAIN_RUNS", global = true)]
+    pub retain_runs: Option<String>,
+    /// How long an export's file is kept after its task ended [default: 24h].
+    #[arg(long, env = "DIALTONE_RETAIN_EXPORTS", global = true)]
+    pub retain_exports: Option<String>,
     /// Webhook subscriptions one account may hold [default: 100].
     #[arg(long, env = "DIALTONE_QUOTA_WEBHOOKS", global = true)]
     pub quota_webhooks: Option<i64>,
@@ -321,6 +331,31 @@ impl Settings {
         if let Some(secs) = self.body_timeout.or(file.body_timeout) {
             config.body_timeout_ms = secs.clamp(1, 3600) * 1000;
         }
+        let retain = |name: &str, flag: Option<String>, file: Option<String>, into: &mut i64| {
+            if let Some(text) = flag.or(file) {
+                *into = crate::config::parse_duration_ms(&text)
+                    .map_err(|e| anyhow::anyhow!("--{name}: {e}"))?;
+            }
+            Ok::<_, anyhow::Error>(())
+        };
+        retain(
+            "retain-events",
+            self.retain_events.clone(),
+            file.retain_events.clone(),
+            &mut config.retain_events_ms,
+        )?;
+        retain(
+            "retain-runs",
+            self.retain_runs.clone(),
+            file.retain_runs.clone(),
+            &mut config.retain_runs_ms,
+        )?;
+        retain(
+            "retain-exports",
+            self.retain_exports.clone(),
+            file.retain_exports.clone(),
+            &mut config.retain_exports_ms,
+        )?;
         let quota = |flag: Option<i64>, file: Option<i64>, into: &mut i64| {
             if let Some(n) = flag.or(file) {
                 *into = n.clamp(0, i64::MAX);

@@ -91,6 +91,12 @@ pub struct Config {
     /// Failed authentications a client address may make in a minute before it is refused
     /// (429) for the rest of it (0: no limit).
     pub auth_failures_per_minute: u32,
+    /// How long events, their webhook deliveries and tries are kept, in milliseconds.
+    pub retain_events_ms: i64,
+    /// How long finished runs are kept, in milliseconds.
+    pub retain_runs_ms: i64,
+    /// How long an export's file is kept after its task ended, in milliseconds.
+    pub retain_exports_ms: i64,
     /// Webhook subscriptions one account may hold.
     pub quota_webhooks: i64,
     /// Scenarios one account may hold.
@@ -169,6 +175,12 @@ pub struct FileConfig {
     pub auth_failures_per_minute: Option<u32>,
     /// See [`Config::body_timeout_ms`] (seconds).
     pub body_timeout: Option<u64>,
+    /// See [`Config::retain_events_ms`] (a duration: `30d`, `12h`, `90m`, `600s`).
+    pub retain_events: Option<String>,
+    /// See [`Config::retain_runs_ms`].
+    pub retain_runs: Option<String>,
+    /// See [`Config::retain_exports_ms`].
+    pub retain_exports: Option<String>,
     /// See [`Config::quota_webhooks`].
     pub quota_webhooks: Option<i64>,
     /// See [`Config::quota_scenarios`].
@@ -196,6 +208,30 @@ impl FileConfig {
             .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
         toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
     }
+}
+
+const DAY_MS: i64 = 24 * 3600 * 1000;
+
+/// A duration of the settings: a number and its unit, `s`, `m`, `h` or `d` (`30d`, `90m`).
+pub fn parse_duration_ms(text: &str) -> anyhow::Result<i64> {
+    let text = text.trim();
+    let unit_at = text
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or_else(|| anyhow::anyhow!("{text:?}: a number and a unit (s, m, h, d)"))?;
+    let (number, unit) = text.split_at(unit_at);
+    let n: i64 = number
+        .parse()
+        .map_err(|_| anyhow::anyhow!("{text:?}: a number and a unit (s, m, h, d)"))?;
+    let unit_ms = match unit {
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => DAY_MS,
+        _ => anyhow::bail!("{text:?}: the unit is s, m, h or d"),
+    };
+    n.checked_mul(unit_ms)
+        .filter(|ms| *ms > 0)
+        .ok_or_else(|| anyhow::anyhow!("{text:?}: out of range"))
 }
 
 /// Default listen address.
@@ -242,6 +278,9 @@ impl Config {
             auth_failures_per_minute: 20,
             outbound_private: None,
             outbound_allow: Vec::new(),
+            retain_events_ms: 30 * DAY_MS,
+            retain_runs_ms: 30 * DAY_MS,
+            retain_exports_ms: DAY_MS,
             quota_webhooks: 100,
             quota_scenarios: 1_000,
             quota_audio_files: 1_000,
@@ -298,6 +337,16 @@ pub fn validate_smpp(connectors: &[SmppConfig]) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration_ms("30d").unwrap(), 30 * DAY_MS);
+        assert_eq!(parse_duration_ms("90m").unwrap(), 5_400_000);
+        assert_eq!(parse_duration_ms("10s").unwrap(), 10_000);
+        for bad in ["", "30", "d", "3x", "0s", "-1d"] {
+            assert!(parse_duration_ms(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn smpp_connectors_from_toml() {

@@ -68,6 +68,8 @@ pub struct Shared {
     pub outbound: Arc<crate::outbound::Outbound>,
     /// The audio conversions running on this node, by account.
     pub conversions: crate::share::Share,
+    /// When the next retention pass may run (Unix ms).
+    pub next_prune: std::sync::atomic::AtomicI64,
     /// The runs the runs worker drives on this node, by account.
     pub runs: crate::share::Share,
     /// Threads that run the scenario interpreter.

@@ -117,6 +117,7 @@ async fn housekeeping(state: &AppState) -> anyhow::Result<usize> {
         .await?;
     let fees = crate::billing::charge_monthly_fees(state).await?;
     let receipts = crate::sms::receipts::sweep(state).await?;
+    let pruned = prune(state).await?;
     // Not a hot path: expired keys are refused by `begin` anyway, so the purge runs at most
     // once a minute instead of on every tick.
     let minute = now.millis() / 60_000;
@@ -128,7 +129,35 @@ async fn housekeeping(state: &AppState) -> anyhow::Result<usize> {
             .write(move |c| dialtone_store::idempotency::purge(c, now, BATCH))
             .await?
     };
-    Ok(expired + fees + receipts + forgotten as usize)
+    Ok(expired + fees + receipts + pruned + forgotten as usize)
+}
+
+/// Seconds between two retention passes that found nothing to prune.
+const PRUNE_EVERY_MS: i64 = 10_000;
+
+/// Deletes what is past its retention, a window at a time: at once again while a pass finds
+/// work, else at most every [`PRUNE_EVERY_MS`].
+async fn prune(state: &AppState) -> anyhow::Result<usize> {
+    let now = state.clock.now();
+    if now.millis() < state.next_prune.load(Ordering::Relaxed) {
+        return Ok(0);
+    }
+    let config = &state.config;
+    let (events, runs, exports) = (
+        now.plus_ms(-config.retain_events_ms),
+        now.plus_ms(-config.retain_runs_ms),
+        now.plus_ms(-config.retain_exports_ms),
+    );
+    let pruned = state
+        .store
+        .write(move |c| dialtone_store::retention::prune(c, events, runs, exports))
+        .await?;
+    if pruned.total() == 0 {
+        state
+            .next_prune
+            .store(now.millis() + PRUNE_EVERY_MS, Ordering::Relaxed);
+    }
+    Ok(pruned.total())
 }
 
 /// Runs the background work until `shutdown` is cancelled: each kind in a loop of its own,

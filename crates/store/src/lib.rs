@@ -22,6 +22,7 @@ mod pool;
 mod postgres;
 pub mod rates;
 pub mod recordings;
+pub mod retention;
 pub mod runs;
 pub mod scenarios;
 pub mod search;

@@ -45,6 +45,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(17, "0017_smpp_receipts"),
     migration!(18, "0018_phone_code_failures"),
     migration!(19, "0019_quotas"),
+    migration!(20, "0020_retention"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

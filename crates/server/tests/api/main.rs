@@ -21,6 +21,7 @@ mod numbers;
 mod rate_limits;
 mod receiver;
 mod recordings;
+mod retention;
 mod sdk;
 mod slow_clients;
 mod smpp;
