@@ -116,6 +116,19 @@ impl Default for Limits {
     }
 }
 
+impl Limits {
+    /// Refuses an input larger than `max_bytes` before any of it is read.
+    pub fn admit(&self, size: usize) -> Result<(), ConvertError> {
+        if size > self.max_bytes {
+            return Err(ConvertError::TooLarge {
+                size,
+                limit: self.max_bytes,
+            });
+        }
+        Ok(())
+    }
+}
+
 /// The result of a successful conversion.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Converted {
@@ -172,12 +185,7 @@ pub fn convert(
     declared: DeclaredType,
     limits: &Limits,
 ) -> Result<Converted, ConvertError> {
-    if bytes.len() > limits.max_bytes {
-        return Err(ConvertError::TooLarge {
-            size: bytes.len(),
-            limit: limits.max_bytes,
-        });
-    }
+    limits.admit(bytes.len())?;
     match sniff(bytes) {
         Some(found) if found == declared => {}
         Some(found) => {

@@ -28,6 +28,7 @@ pub mod serve;
 pub mod share;
 pub mod sms;
 pub mod state;
+pub mod tally;
 pub mod tasks;
 pub mod v2;
 pub mod wake;

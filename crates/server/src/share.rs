@@ -4,17 +4,15 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-use tokio::sync::Notify;
+use crate::tally::Tally;
 
 /// Items in progress per account, under a cap.
 #[derive(Debug)]
 pub struct Share {
     cap: usize,
     counts: Mutex<HashMap<i64, usize>>,
-    running: AtomicUsize,
-    idle: Notify,
+    running: Tally,
 }
 
 /// Most accounts a claim leaves out by name (the busiest first).
@@ -26,8 +24,7 @@ impl Share {
         Self {
             cap: cap.max(1),
             counts: Mutex::default(),
-            running: AtomicUsize::new(0),
-            idle: Notify::new(),
+            running: Tally::default(),
         }
     }
 
@@ -62,7 +59,7 @@ impl Share {
     /// An item of `account` starts.
     pub fn start(&self, account: i64) {
         *self.lock().entry(account).or_insert(0) += 1;
-        self.running.fetch_add(1, Ordering::AcqRel);
+        self.running.add(1);
     }
 
     /// An item of `account` ended.
@@ -75,25 +72,17 @@ impl Share {
             }
         }
         drop(counts);
-        if self.running.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.idle.notify_waiters();
-        }
+        self.running.sub(1);
     }
 
     /// Items in progress now.
     pub fn running(&self) -> usize {
-        self.running.load(Ordering::Acquire)
+        self.running.running()
     }
 
     /// Resolves once nothing is in progress (tests and stops).
     pub async fn settled(&self) {
-        loop {
-            let idle = self.idle.notified();
-            if self.running.load(Ordering::Acquire) == 0 {
-                return;
-            }
-            idle.await;
-        }
+        self.running.settled().await
     }
 }
 

@@ -288,15 +288,8 @@ pub fn claim_conversions(
         Dialect::Sqlite => "",
     };
     let mut params = vec![crate::sql::Value::from(now)];
-    let mut filter = String::new();
-    if !exclude_accounts.is_empty() {
-        let mut list = Vec::new();
-        for a in exclude_accounts {
-            params.push((*a).into());
-            list.push(format!("${}", params.len()));
-        }
-        filter = format!(" AND f.account_id NOT IN ({})", list.join(", "));
-    }
+    let accounts = exclude_accounts.iter().map(|a| (*a).into()).collect();
+    let filter = crate::sql::not_in("f.account_id", accounts, &mut params);
     let scan = limit.max(1) * 8;
     // Candidates first, without their content; the content of those taken only.
     let mut taken = Vec::new();

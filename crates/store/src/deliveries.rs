@@ -64,29 +64,14 @@ pub fn claim(
         Dialect::Sqlite => "",
     };
     let mut params = vec![crate::sql::Value::from(now)];
-    let mut filters = String::new();
-    let placeholders = |params: &mut Vec<crate::sql::Value>, values: Vec<crate::sql::Value>| {
-        let mut list = Vec::with_capacity(values.len());
-        for v in values {
-            params.push(v);
-            list.push(format!("${}", params.len()));
-        }
-        list.join(", ")
-    };
-    if !exclude.accounts.is_empty() {
-        let values = exclude.accounts.iter().map(|a| (*a).into()).collect();
-        let list = placeholders(&mut params, values);
-        filters.push_str(&format!(" AND d.account_id NOT IN ({list})"));
-    }
-    if !exclude.endpoints.is_empty() {
-        let values = exclude
-            .endpoints
-            .iter()
-            .map(|e| e.as_str().into())
-            .collect();
-        let list = placeholders(&mut params, values);
-        filters.push_str(&format!(" AND d.endpoint NOT IN ({list})"));
-    }
+    let accounts = exclude.accounts.iter().map(|a| (*a).into()).collect();
+    let mut filters = crate::sql::not_in("d.account_id", accounts, &mut params);
+    let endpoints = exclude
+        .endpoints
+        .iter()
+        .map(|e| e.as_str().into())
+        .collect();
+    filters.push_str(&crate::sql::not_in("d.endpoint", endpoints, &mut params));
     let scan = limit.max(1) * 4;
     let rows = conn.query(
         &format!(

@@ -211,15 +211,8 @@ pub fn claim_due(
         Dialect::Sqlite => "",
     };
     let mut params = vec![crate::sql::Value::from(now)];
-    let mut filter = String::new();
-    if !exclude_accounts.is_empty() {
-        let mut list = Vec::new();
-        for a in exclude_accounts {
-            params.push((*a).into());
-            list.push(format!("${}", params.len()));
-        }
-        filter = format!(" AND account_id NOT IN ({})", list.join(", "));
-    }
+    let accounts = exclude_accounts.iter().map(|a| (*a).into()).collect();
+    let filter = crate::sql::not_in("account_id", accounts, &mut params);
     let scan = limit.max(1) * 4;
     let mut due: Vec<Run> = Vec::new();
     for row in conn.query(

@@ -333,6 +333,20 @@ impl fmt::Display for SqlBuilder {
     }
 }
 
+/// ` AND {column} NOT IN ($n, …)` with each value bound after `params`, or nothing when
+/// `values` is empty: how a claim leaves out the accounts (or endpoints) already at their cap.
+pub fn not_in(column: &str, values: Vec<Value>, params: &mut Vec<Value>) -> String {
+    if values.is_empty() {
+        return String::new();
+    }
+    let mut list = Vec::with_capacity(values.len());
+    for v in values {
+        params.push(v);
+        list.push(format!("${}", params.len()));
+    }
+    format!(" AND {column} NOT IN ({})", list.join(", "))
+}
+
 /// Rows written many to a statement: the sizes of the statements [`row_chunks`] cuts, so a
 /// handful of statement texts (each prepared once) serve any number of rows.
 const CHUNK_SIZES: [usize; 4] = [64, 16, 4, 1];

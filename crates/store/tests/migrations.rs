@@ -10,6 +10,33 @@ use std::sync::Arc;
 use dialtone_store::key_cache::{self, KeyCache};
 use dialtone_store::{DbError, Store, StoreOptions, migrate, params, sms};
 
+/// A migration test on SQLite and on PostgreSQL (in a schema of its own named after
+/// `$schema`).
+macro_rules! both {
+    ($name:ident, $schema:literal) => {
+        mod $name {
+            use super::*;
+
+            #[tokio::test]
+            async fn sqlite() {
+                let (store, _dir) = common::sqlite().await;
+                super::$name(&store).await;
+            }
+
+            #[tokio::test]
+            async fn postgres() {
+                let Some((store, _schema)) =
+                    common::postgres($schema, &StoreOptions::default()).await
+                else {
+                    return;
+                };
+                super::$name(&store).await;
+                drop(store);
+            }
+        }
+    };
+}
+
 /// The SMS history moved into the SMS row (migration 15): each SMS keeps its moves, in
 /// order, and an SMS without moves has none.
 async fn sms_history_moves_into_the_sms(store: &Store) {
@@ -97,20 +124,7 @@ async fn sms_history_moves_into_the_sms(store: &Store) {
     );
 }
 
-#[tokio::test]
-async fn sms_history_moves_into_the_sms_sqlite() {
-    let (store, _dir) = common::sqlite().await;
-    sms_history_moves_into_the_sms(&store).await;
-}
-
-#[tokio::test]
-async fn sms_history_moves_into_the_sms_postgres() {
-    let Some((store, _schema)) = common::postgres("mig", &StoreOptions::default()).await else {
-        return;
-    };
-    sms_history_moves_into_the_sms(&store).await;
-    drop(store);
-}
+both!(sms_history_moves_into_the_sms, "mig");
 
 /// Authentication's version (migration 16): an account and key made before it are served
 /// by the key cache, a debit leaves the cached account in place, and a key revoked or an
@@ -175,20 +189,7 @@ async fn auth_version_guards_the_key_cache(store: &Store) {
     assert_eq!(lookup(cache).await, None);
 }
 
-#[tokio::test]
-async fn auth_version_guards_the_key_cache_sqlite() {
-    let (store, _dir) = common::sqlite().await;
-    auth_version_guards_the_key_cache(&store).await;
-}
-
-#[tokio::test]
-async fn auth_version_guards_the_key_cache_postgres() {
-    let Some((store, _schema)) = common::postgres("auth", &StoreOptions::default()).await else {
-        return;
-    };
-    auth_version_guards_the_key_cache(&store).await;
-    drop(store);
-}
+both!(auth_version_guards_the_key_cache, "auth");
 
 /// Part ids keyed (migration 17): a padded hexadecimal id loses its zeros (so a decimal
 /// receipt finds it), other ids are kept, and a part recorded twice is kept once.
@@ -246,17 +247,4 @@ async fn part_ids_are_keyed(store: &Store) {
     );
 }
 
-#[tokio::test]
-async fn part_ids_are_keyed_sqlite() {
-    let (store, _dir) = common::sqlite().await;
-    part_ids_are_keyed(&store).await;
-}
-
-#[tokio::test]
-async fn part_ids_are_keyed_postgres() {
-    let Some((store, _schema)) = common::postgres("keys", &StoreOptions::default()).await else {
-        return;
-    };
-    part_ids_are_keyed(&store).await;
-    drop(store);
-}
+both!(part_ids_are_keyed, "keys");

@@ -42,12 +42,7 @@ pub async fn convert(
     declared: DeclaredType,
     limits: &Limits,
 ) -> Result<Converted, ConvertError> {
-    if bytes.len() > limits.max_bytes {
-        return Err(ConvertError::TooLarge {
-            size: bytes.len(),
-            limit: limits.max_bytes,
-        });
-    }
+    limits.admit(bytes.len())?;
     let spawned = tokio::process::Command::new(&budget.binary)
         .arg(SUBCOMMAND)
         .args(["--content-type", declared.content_type()])

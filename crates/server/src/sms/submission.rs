@@ -13,7 +13,6 @@
 //! here waits for another connector: a silent SMSC holds up only its own SMS.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use dialtone_carrier::smpp::receipt;
@@ -22,7 +21,6 @@ use dialtone_domain::Timestamp;
 use dialtone_domain::sms::SmsStatus;
 use dialtone_store::sms::{self as store, Sms};
 use dialtone_store::{Conn, sms_parts};
-use tokio::sync::Notify;
 
 use super::progress::{Moves, RETRY_MS, apply, outbound, refuse};
 use crate::http::error::ApiError;
@@ -48,39 +46,14 @@ pub(crate) struct Submission {
 
 /// The submissions running on this node, so a test (or a stop) can wait for them to be
 /// settled.
-#[derive(Debug, Default)]
-pub struct InFlight {
-    running: AtomicUsize,
-    idle: Notify,
-}
-
-impl InFlight {
-    /// Resolves once no submission runs on this node.
-    pub async fn settled(&self) {
-        loop {
-            let idle = self.idle.notified();
-            if self.running.load(Ordering::Acquire) == 0 {
-                return;
-            }
-            idle.await;
-        }
-    }
-
-    /// How many run now.
-    pub fn running(&self) -> usize {
-        self.running.load(Ordering::Acquire)
-    }
-}
+pub type InFlight = crate::tally::Tally;
 
 /// Counts one submission while it lasts.
 struct Running(AppState);
 
 impl Drop for Running {
     fn drop(&mut self) {
-        let in_flight = &self.0.submissions;
-        if in_flight.running.fetch_sub(1, Ordering::AcqRel) == 1 {
-            in_flight.idle.notify_waiters();
-        }
+        self.0.submissions.sub(1);
     }
 }
 
@@ -141,7 +114,7 @@ pub(crate) fn lease(
 
 /// Runs a leased submission on its own task.
 pub(crate) fn spawn(state: &AppState, submission: Submission) {
-    state.submissions.running.fetch_add(1, Ordering::AcqRel);
+    state.submissions.add(1);
     let running = Running(state.clone());
     let until = Instant::now() + Duration::from_millis(LEASE_MS as u64) - MARGIN;
     let state = state.clone();

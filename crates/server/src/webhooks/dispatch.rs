@@ -14,10 +14,10 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dialtone_store::deliveries::{Due, Exclusions};
-use tokio::sync::Notify;
+
+use crate::tally::Tally;
 
 /// Tries in flight on a node.
 pub const IN_FLIGHT: usize = 256;
@@ -90,8 +90,7 @@ impl Planner {
 #[derive(Debug, Default)]
 pub struct Dispatch {
     counts: Mutex<Counts>,
-    in_flight: AtomicUsize,
-    idle: Notify,
+    in_flight: Tally,
 }
 
 impl Dispatch {
@@ -101,7 +100,7 @@ impl Dispatch {
 
     /// Tries this node may start now.
     pub fn room(&self) -> usize {
-        IN_FLIGHT.saturating_sub(self.in_flight.load(Ordering::Acquire))
+        IN_FLIGHT.saturating_sub(self.in_flight.running())
     }
 
     /// What a claim leaves out.
@@ -154,7 +153,7 @@ impl Dispatch {
             *counts.by_account.entry(d.account_id).or_insert(0) += 1;
             *counts.by_endpoint.entry(d.endpoint.clone()).or_insert(0) += 1;
         }
-        self.in_flight.fetch_add(claimed.len(), Ordering::AcqRel);
+        self.in_flight.add(claimed.len());
     }
 
     /// A try ended: frees its account's and endpoint's place and updates the endpoint's
@@ -189,20 +188,12 @@ impl Dispatch {
 
     /// `n` ended tries were recorded (or given up to their leases).
     pub fn recorded(&self, n: usize) {
-        if n > 0 && self.in_flight.fetch_sub(n, Ordering::AcqRel) == n {
-            self.idle.notify_waiters();
-        }
+        self.in_flight.sub(n);
     }
 
     /// Resolves once no try runs on this node (tests and stops).
     pub async fn settled(&self) {
-        loop {
-            let idle = self.idle.notified();
-            if self.in_flight.load(Ordering::Acquire) == 0 {
-                return;
-            }
-            idle.await;
-        }
+        self.in_flight.settled().await
     }
 }
 
