@@ -58,8 +58,11 @@ free_port() {
 PORT="$(free_port)"
 BASE="http://127.0.0.1:$PORT"
 
+# schemathesis sends thousands of requests with wrong credentials from one address on
+# purpose (ST401): the address lockout (tested in tests/api/hostile_connections.rs) would
+# answer everything after the 20th with 429 and leave the operations untested, so it is off.
 ./target/debug/dialtone serve --listen "127.0.0.1:$PORT" --data-dir "$WORK/data" \
-    --admin-token "$ADMIN_TOKEN" >"$WORK/server.log" 2>&1 &
+    --admin-token "$ADMIN_TOKEN" --auth-failures-per-minute 0 >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 
 KEY=""
