@@ -108,6 +108,13 @@ impl RunState {
         self.variables.clone()
     }
 
+    /// Replaces the run's view of its call (`call` in expressions): the host refreshes it
+    /// before each step, so a step sees the call as it is then (answered, ended, its CDR),
+    /// not as it was when the run started.
+    pub fn set_call(&mut self, call: Value) {
+        self.call = Some(call);
+    }
+
     /// The branch the run started on.
     pub fn branch(&self) -> &str {
         &self.branch

@@ -440,6 +440,16 @@ pub fn converted(
     ))
 }
 
+/// The account holding the file `sid`, for a signed link that names no account.
+pub fn owner(conn: &mut dyn Conn, sid: &Sid) -> Result<Option<i64>, DbError> {
+    conn.query_opt(
+        "SELECT account_id FROM audio_files WHERE sid = $1",
+        params![sid.as_str()],
+    )?
+    .map(|r| r.int(0))
+    .transpose()
+}
+
 /// Countries whose inventory has a number no account holds or reserves.
 pub fn countries_with_free_numbers(conn: &mut dyn Conn) -> Result<Vec<String>, DbError> {
     conn.query(

@@ -160,9 +160,9 @@ pub struct LegacyCaller {
     pub account: Account,
 }
 
-/// Authenticates Basic `login:password` or `Authorization: Api-Key KEY` from `client`: a
+/// Authenticates Basic `login:password` or `Authorization: Api-Key KEY` from `client` (a
 /// client that failed too often this minute is refused first (429), and every failure
-/// counts.
+/// counts), then acts as the account a Login-As header names ([`super::login_as`]).
 pub async fn legacy_caller(
     headers: &HeaderMap,
     client: Option<std::net::IpAddr>,
@@ -176,21 +176,22 @@ pub async fn legacy_caller(
     {
         state.auth_guard.failed(client, now);
     }
-    result
+    let account = super::login_as::resolve(headers, result?, state).await?;
+    state
+        .limiter
+        .admit(&state.config, &account, state.clock.now())?;
+    Ok(LegacyCaller { account })
 }
 
-async fn legacy_authenticate(headers: &HeaderMap, state: &AppState) -> ApiResult<LegacyCaller> {
+/// The account whose credentials the request carries.
+async fn legacy_authenticate(headers: &HeaderMap, state: &AppState) -> ApiResult<Account> {
     let auth = header(headers, "authorization")?.ok_or_else(|| {
         ApiError::auth("missing credentials: use Basic login:password or Api-Key")
     })?;
     if let Some(key) = auth.strip_prefix("Api-Key ") {
-        let account = account_by_key(state, key.trim())
+        return account_by_key(state, key.trim())
             .await?
-            .ok_or_else(|| ApiError::auth("invalid API key"))?;
-        state
-            .limiter
-            .admit(&state.config, &account, state.clock.now())?;
-        return Ok(LegacyCaller { account });
+            .ok_or_else(|| ApiError::auth("invalid API key"));
     }
     let (login, password) =
         basic(auth).ok_or_else(|| ApiError::auth("malformed Authorization header"))?;
@@ -208,12 +209,7 @@ async fn legacy_authenticate(headers: &HeaderMap, state: &AppState) -> ApiResult
     };
     let ok = state.auth_guard.verify(password, stored).await?;
     match account {
-        Some(account) if ok => {
-            state
-                .limiter
-                .admit(&state.config, &account, state.clock.now())?;
-            Ok(LegacyCaller { account })
-        }
+        Some(account) if ok => Ok(account),
         _ => Err(ApiError::auth("invalid login or password")),
     }
 }

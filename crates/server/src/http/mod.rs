@@ -9,6 +9,7 @@ pub mod error;
 pub mod extract;
 pub mod guard;
 pub mod idempotency;
+pub mod login_as;
 pub mod rate_limit;
 pub mod search;
 

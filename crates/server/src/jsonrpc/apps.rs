@@ -154,25 +154,89 @@ pub async fn get(call: &Call<'_>) -> Result<Value, RpcError> {
     render(call, s).await
 }
 
-/// `apps.get_list []` (and `apps.search`) -> every App of the account, newest change first.
+/// `apps.get_list [showDids?]` -> every App of the account (at most 1000), newest change
+/// first.
 pub async fn get_list(call: &Call<'_>) -> Result<Value, RpcError> {
+    let show_dids = match call.param(0) {
+        Value::Null => true,
+        Value::Bool(b) => *b,
+        _ => return Err(RpcError::invalid_param(0, "showDids must be a boolean")),
+    };
+    let (_, list) = page(call, None, 0, 1000).await?;
+    let mut out = Vec::with_capacity(list.len());
+    for s in list {
+        out.push(if show_dids {
+            render(call, s).await?
+        } else {
+            app(&s, Vec::new())
+        });
+    }
+    Ok(Value::Array(out))
+}
+
+async fn page(
+    call: &Call<'_>,
+    name: Option<String>,
+    offset: i64,
+    limit: i64,
+) -> Result<(i64, Vec<Scenario>), RpcError> {
     let account = call.caller.account.id;
     let paging = dialtone_store::search::Paging {
         sort_column: "updated",
         descending: true,
-        offset: 0,
-        limit: 1000,
+        offset,
+        limit,
     };
-    let (_, list) = call
+    Ok(call
         .state
         .store
-        .read(move |c| scenarios::search(c, account, None, &paging))
-        .await?;
-    let mut out = Vec::with_capacity(list.len());
-    for s in list {
-        out.push(render(call, s).await?);
+        .read(move |c| scenarios::search(c, account, name.as_deref(), &paging))
+        .await?)
+}
+
+/// `apps.search [filters, options]` -> `{hits, total, offset, has_more}` of App objects,
+/// newest change first. Filters: `name` (part, 1 to 64 characters) and `package`
+/// (`ACTIONS10`, the only one); options: `offset`, `limit` (1 to 100, default 10).
+pub async fn search(call: &Call<'_>) -> Result<Value, RpcError> {
+    let (filters, options) = (call.param(0), call.param(1));
+    if !matches!(filters, Value::Null | Value::Object(_)) {
+        return Err(RpcError::invalid_param(0, "filters must be an object"));
     }
-    Ok(Value::Array(out))
+    if !matches!(options, Value::Null | Value::Object(_)) {
+        return Err(RpcError::invalid_param(1, "options must be an object"));
+    }
+    let name = match filters.get("name") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(n)) if (1..=64).contains(&n.chars().count()) => Some(n.clone()),
+        Some(_) => {
+            return Err(RpcError::invalid_param(
+                0,
+                "name must be 1 to 64 characters long",
+            ));
+        }
+    };
+    let other_package = match filters.get("package") {
+        None | Some(Value::Null) => false,
+        Some(Value::String(p)) => p != PACKAGE,
+        Some(_) => return Err(RpcError::invalid_param(0, "package must be a string")),
+    };
+    let offset = super::int_option(options, "offset", 0, 1_000_000_000)?;
+    let limit = super::int_option(options, "limit", 10, 100)?.max(1);
+    let (total, list) = if other_package {
+        (0, Vec::new())
+    } else {
+        page(call, name, offset, limit).await?
+    };
+    let mut hits = Vec::with_capacity(list.len());
+    for s in list {
+        hits.push(render(call, s).await?);
+    }
+    Ok(json!({
+        "hits": hits,
+        "total": total,
+        "offset": offset,
+        "has_more": offset + (hits.len() as i64) < total,
+    }))
 }
 
 async fn set_did(call: &Call<'_>, attach: bool) -> Result<Value, RpcError> {

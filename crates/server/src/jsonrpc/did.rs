@@ -7,7 +7,7 @@ use dialtone_store::numbers::{inventory, owned};
 use dialtone_store::search::Paging;
 use serde_json::{Value, json};
 
-use super::{Call, RpcError, codes};
+use super::{Call, RpcError, codes, int_option};
 use crate::numbers::{self, legacy};
 
 fn item(n: &str, hash: Option<String>) -> Value {
@@ -27,18 +27,6 @@ fn reservation(r: &Reservation, currency: &str) -> Value {
             "currency": currency,
         },
     })
-}
-
-fn int_option(v: &Value, key: &str, default: i64, max: i64) -> Result<i64, RpcError> {
-    match v.get(key) {
-        None | Some(Value::Null) => Ok(default),
-        Some(n) => n.as_i64().filter(|n| (0..=max).contains(n)).ok_or_else(|| {
-            RpcError::new(
-                codes::INVALID_PROPERTY,
-                format!("{key} must be an integer from 0 to {max}"),
-            )
-        }),
-    }
 }
 
 /// `did.search [filters, options]` -> `{hits, total, offset, has_more}` of DID objects.
@@ -112,17 +100,12 @@ pub async fn area_codes(call: &Call<'_>) -> Result<Value, RpcError> {
 
 /// `did/store.reserve [areaCodeId, class, quantity, mode]`.
 pub async fn reserve(call: &Call<'_>) -> Result<Value, RpcError> {
-    let id = call
-        .param(0)
-        .as_i64()
-        .ok_or_else(|| RpcError::invalid_param(0, "areaCodeId must be an integer"))?;
+    let id = call.int(0, "areaCodeId")?;
     let class = call.string(1, "class")?.to_ascii_lowercase();
     if dialtone_domain::number::NumberClass::parse(&class).is_none() {
         return Err(RpcError::invalid_param(1, "class must be CLASSIC or GOLD"));
     }
-    let quantity = call
-        .param(2)
-        .as_i64()
+    let quantity = Some(call.int(2, "quantity")?)
         .filter(|q| (1..=100).contains(q))
         .ok_or_else(|| RpcError::invalid_param(2, "quantity must be 1 to 100"))?;
     if call.caller.account.status == dialtone_domain::account::AccountStatus::Suspended {

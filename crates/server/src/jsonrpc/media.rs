@@ -9,44 +9,58 @@ use dialtone_domain::Sid;
 use dialtone_store::audio_files::{self, AudioFile, SOURCE_UPLOAD};
 use serde_json::{Value, json};
 
-use super::{Call, RpcError, codes};
+use super::{Call, RpcError, codes, int_option};
 use crate::media::{self, emit_status, phone_recording};
 
-/// The Media.Library object: `{id, hash, name, status, duration}`.
-fn object(file: &AudioFile) -> Value {
-    let mut v = media::legacy(file);
-    v["id"] = json!(file.id);
-    v
+/// What the `url` of the Media.Library objects of one answer needs.
+struct Shown {
+    public_url: String,
+    secret: String,
+    now: dialtone_domain::Timestamp,
+}
+
+impl Shown {
+    async fn of(call: &Call<'_>) -> Result<Self, RpcError> {
+        let secret = crate::tasks::export::secret(call.state)
+            .await
+            .map_err(|e| RpcError::new(codes::INTERNAL, e.to_string()))?;
+        Ok(Self {
+            public_url: call.state.config.public_url(),
+            secret,
+            now: call.state.clock.now(),
+        })
+    }
+
+    /// The Media.Library object (see [`media::legacy`]).
+    fn object(&self, file: &AudioFile) -> Value {
+        media::legacy(
+            file,
+            media::Links {
+                public_url: &self.public_url,
+                secret: &self.secret,
+                now: self.now,
+            },
+        )
+    }
 }
 
 fn not_found() -> RpcError {
     RpcError::new(codes::NOT_FOUND, "media not found")
 }
 
-/// The account's file named by param `i` (numeric id or hash).
+/// The account's file named by param `i`: its numeric `id` (a number or a string of
+/// digits) or its `hash`. An 8-digit string can be either: the hash is tried first.
 async fn file(call: &Call<'_>, i: usize) -> Result<AudioFile, RpcError> {
     let account = call.caller.account.id;
-    let found = match call.param(i) {
-        Value::Number(n) => {
-            let id = n.as_i64().ok_or_else(not_found)?;
-            call.state
-                .store
-                .read(move |c| audio_files::by_id(c, id))
-                .await?
-                .filter(|f| f.account_id == account)
-        }
-        Value::String(hash) => {
-            let sid = Sid::parse(&hash.to_ascii_lowercase()).ok_or_else(not_found)?;
-            call.state
-                .store
-                .read(move |c| audio_files::get(c, account, &sid))
-                .await?
-        }
+    let (hash, id) = match call.param(i) {
         Value::Null => {
             return Err(RpcError::new(
                 codes::MISSING_PROPERTY,
                 format!("param {i} (id) is required"),
             ));
+        }
+        v @ (Value::Number(_) | Value::String(_)) => {
+            (v.as_str().and_then(Sid::parse), super::integer(v))
         }
         _ => {
             return Err(RpcError::invalid_param(
@@ -55,7 +69,24 @@ async fn file(call: &Call<'_>, i: usize) -> Result<AudioFile, RpcError> {
             ));
         }
     };
-    found.ok_or_else(not_found)
+    if hash.is_none() && id.is_none() {
+        return Err(not_found());
+    }
+    call.state
+        .store
+        .read(move |c| {
+            if let Some(sid) = &hash
+                && let Some(f) = audio_files::get(c, account, sid)?
+            {
+                return Ok::<_, dialtone_store::DbError>(Some(f));
+            }
+            match id {
+                Some(id) => Ok(audio_files::by_id(c, id)?.filter(|f| f.account_id == account)),
+                None => Ok(None),
+            }
+        })
+        .await?
+        .ok_or_else(not_found)
 }
 
 fn name(call: &Call<'_>, i: usize) -> Result<String, RpcError> {
@@ -80,7 +111,7 @@ pub async fn create(call: &Call<'_>) -> Result<Value, RpcError> {
         .write(move |c| {
             crate::quotas::check(c, &config, crate::quotas::Quota::AudioFiles, account)?;
             let file = audio_files::create(c, account, &name, now)?;
-            emit_status(c, &file, now)?;
+            emit_status(c, &config.public_url(), &file, now)?;
             Ok::<_, crate::http::error::ApiError>(file)
         })
         .await?;
@@ -89,7 +120,8 @@ pub async fn create(call: &Call<'_>) -> Result<Value, RpcError> {
 
 /// `media/library.get [id]` -> the Media.Library object.
 pub async fn get(call: &Call<'_>) -> Result<Value, RpcError> {
-    Ok(object(&file(call, 0).await?))
+    let file = file(call, 0).await?;
+    Ok(Shown::of(call).await?.object(&file))
 }
 
 /// `media/library.get_list [null]` -> every Media.Library object of the account, newest
@@ -101,7 +133,8 @@ pub async fn get_list(call: &Call<'_>) -> Result<Value, RpcError> {
         .store
         .read(move |c| audio_files::list(c, account, 1000))
         .await?;
-    Ok(list.iter().map(object).collect())
+    let shown = Shown::of(call).await?;
+    Ok(list.iter().map(|f| shown.object(f)).collect())
 }
 
 fn text_option(v: &Value, key: &str, index: usize) -> Result<Option<String>, RpcError> {
@@ -112,18 +145,6 @@ fn text_option(v: &Value, key: &str, index: usize) -> Result<Option<String>, Rpc
             index,
             format!("{key} must be a string"),
         )),
-    }
-}
-
-fn int_option(v: &Value, key: &str, default: i64, max: i64) -> Result<i64, RpcError> {
-    match v.get(key) {
-        None | Some(Value::Null) => Ok(default),
-        Some(n) => n.as_i64().filter(|n| (0..=max).contains(n)).ok_or_else(|| {
-            RpcError::new(
-                codes::INVALID_PROPERTY,
-                format!("{key} must be an integer from 0 to {max}"),
-            )
-        }),
     }
 }
 
@@ -175,8 +196,9 @@ pub async fn search(call: &Call<'_>) -> Result<Value, RpcError> {
         .store
         .read(move |c| audio_files::search(c, account, &filter, &paging))
         .await?;
+    let shown = Shown::of(call).await?;
     Ok(json!({
-        "hits": hits.iter().map(object).collect::<Vec<_>>(),
+        "hits": hits.iter().map(|f| shown.object(f)).collect::<Vec<_>>(),
         "total": total,
         "offset": offset,
         "has_more": offset + (hits.len() as i64) < total,

@@ -95,14 +95,16 @@ impl From<ApiError> for RpcError {
             | "end_user_in_use"
             | "unsupported_format"
             | "file_too_large"
-            | "number_not_available" => codes::INVALID_PROPERTY,
+            | "number_not_available"
+            | "login_as_invalid" => codes::INVALID_PROPERTY,
             "account_suspended"
             | "forbidden"
             | "sender_not_approved"
             | "insufficient_credit"
             | "rate_limited"
             | "export_quota_exceeded"
-            | "quota_exceeded" => codes::NOT_ALLOWED,
+            | "quota_exceeded"
+            | "login_as_refused" => codes::NOT_ALLOWED,
             _ => codes::INTERNAL,
         };
         let data = if e.details.is_empty() {
@@ -153,6 +155,49 @@ impl Call<'_> {
                 format!("{name} must be a string"),
             )),
         }
+    }
+
+    /// A required integer parameter, as a number or a string of digits.
+    pub fn int(&self, i: usize, name: &str) -> Result<i64, RpcError> {
+        match self.param(i) {
+            Value::Null => Err(RpcError::new(
+                codes::MISSING_PROPERTY,
+                format!("param {i} ({name}) is required"),
+            )),
+            v => integer(v)
+                .ok_or_else(|| RpcError::invalid_param(i, format!("{name} must be an integer"))),
+        }
+    }
+}
+
+/// An integer given as a JSON number or as a string of digits (the real service takes both,
+/// and its example scripts pass command-line arguments through as strings).
+pub fn integer(v: &Value) -> Option<i64> {
+    match v {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => {
+            let digits = s.trim();
+            let body = digits.strip_prefix('-').unwrap_or(digits);
+            if body.is_empty() || body.len() > 18 || !body.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            digits.parse().ok()
+        }
+        _ => None,
+    }
+}
+
+/// The integer `key` of an options object: `default` when absent or null, refused outside
+/// `0..=max`.
+pub fn int_option(v: &Value, key: &str, default: i64, max: i64) -> Result<i64, RpcError> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(default),
+        Some(n) => integer(n).filter(|n| (0..=max).contains(n)).ok_or_else(|| {
+            RpcError::new(
+                codes::INVALID_PROPERTY,
+                format!("{key} must be an integer from 0 to {max}"),
+            )
+        }),
     }
 }
 
@@ -285,7 +330,8 @@ async fn dispatch(method: &str, call: Call<'_>) -> Result<Value, RpcError> {
         "apps.edit" => apps::edit(&call).await,
         "apps.delete" => apps::delete(&call).await,
         "apps.get" => apps::get(&call).await,
-        "apps.get_list" | "apps.search" => apps::get_list(&call).await,
+        "apps.get_list" => apps::get_list(&call).await,
+        "apps.search" => apps::search(&call).await,
         "apps.assign_did" => apps::assign_did(&call).await,
         "apps.remove_did" => apps::remove_did(&call).await,
         "actions.start" => apps::start(&call).await,

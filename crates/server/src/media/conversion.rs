@@ -43,6 +43,7 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
     }
     let full = state.conversions.full();
     let plan = state.conversions.plan();
+    let public_url = state.config.public_url();
     let claimed = state
         .store
         .write(move |c| {
@@ -59,7 +60,7 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
                 if let Some(file) =
                     audio_files::start_processing(c, job.audio_file_id, job.revision, now)?
                 {
-                    emit_status(c, &file, now)?;
+                    emit_status(c, &public_url, &file, now)?;
                 }
             }
             Ok::<_, DbError>(claimed)
@@ -81,11 +82,12 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
                 run(&job, &budget, &limits).await
             };
             let now = state.clock.now();
+            let public_url = state.config.public_url();
             let recorded = state
                 .store
                 .write(move |c| {
                     if let Some(file) = audio_files::finish_conversion(c, &job, &outcome, now)? {
-                        emit_status(c, &file, now)?;
+                        emit_status(c, &public_url, &file, now)?;
                     }
                     Ok::<_, DbError>(())
                 })

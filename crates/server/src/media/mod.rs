@@ -72,25 +72,97 @@ pub fn legacy_status(status: &str) -> String {
     status.replace('-', "_").to_ascii_uppercase()
 }
 
-/// The Media.Library object of the earlier interfaces and of events:
-/// `{hash, name, status, duration}` (duration in whole seconds, 0 until ready).
-pub fn legacy(file: &AudioFile) -> Value {
+/// How long the `url` of a Media.Library object works.
+pub const URL_TTL_MS: i64 = 24 * 3600 * 1000;
+
+fn url_subject(sid: &dialtone_domain::Sid) -> String {
+    format!("audio-files/{}", sid.as_str())
+}
+
+/// A link to the converted audio of `sid` that works without credentials for
+/// [`URL_TTL_MS`] (signed with the key of export downloads).
+pub fn audio_url(
+    public_url: &str,
+    secret: &str,
+    sid: &dialtone_domain::Sid,
+    now: Timestamp,
+) -> String {
+    let expires = now.millis() + URL_TTL_MS;
+    let signature = crate::tasks::export::sign(secret, &url_subject(sid), expires);
+    format!(
+        "{public_url}/v2.0/downloads/audio-files/{}?expires={expires}&signature={signature}",
+        sid.as_str()
+    )
+}
+
+/// Whether `signature` signs the link of `sid` until `expires` (constant time).
+pub fn verify_audio_url(
+    secret: &str,
+    sid: &dialtone_domain::Sid,
+    expires: i64,
+    signature: &str,
+) -> bool {
+    crate::tasks::export::verify(secret, &url_subject(sid), expires, signature)
+}
+
+/// What the earlier object needs beside the file: where the server is seen, the signing
+/// key and the time, for the `url` of a ready file.
+#[derive(Debug, Clone, Copy)]
+pub struct Links<'a> {
+    /// The server's public URL.
+    pub public_url: &'a str,
+    /// The key signing download links.
+    pub secret: &'a str,
+    /// Now.
+    pub now: Timestamp,
+}
+
+/// The Media.Library object of the earlier interfaces and of events: `id`, `hash`, `name`,
+/// `status`, `duration` (whole seconds, 0 until ready), `content` (the text of a
+/// text-to-speech media: empty for uploads and recordings), `voice` (empty: no
+/// text-to-speech), `source` (`UPLOAD` or `PHONE`, empty before content), `language` and
+/// `category` (empty lists), `tags` (an empty object), `url` (a signed link to the
+/// converted audio once ready, else null) and `is_editable` (true: every file is the
+/// account's own).
+pub fn legacy(file: &AudioFile, links: Links<'_>) -> Value {
+    let url = (file.status == audio_files::READY)
+        .then(|| audio_url(links.public_url, links.secret, &file.sid, links.now));
     json!({
+        "id": file.id,
         "hash": file.sid.to_hash(),
         "name": file.name,
         "status": legacy_status(&file.status),
         "duration": file.duration_ms.map_or(0, |ms| (ms + 500) / 1000),
+        "content": "",
+        "voice": "",
+        "source": file.source.as_deref().map(str::to_ascii_uppercase).unwrap_or_default(),
+        "language": [],
+        "category": [],
+        "tags": {},
+        "url": url,
+        "is_editable": true,
     })
 }
 
 /// Records `media.library.status_update` for the file's current status, in the caller's
 /// transaction.
-pub fn emit_status(conn: &mut dyn Conn, file: &AudioFile, now: Timestamp) -> Result<(), DbError> {
+pub fn emit_status(
+    conn: &mut dyn Conn,
+    public_url: &str,
+    file: &AudioFile,
+    now: Timestamp,
+) -> Result<(), DbError> {
+    let secret = crate::tasks::export::secret_in(conn)?;
+    let links = Links {
+        public_url,
+        secret: &secret,
+        now,
+    };
     events::emit(
         conn,
         file.account_id,
         STATUS_EVENT,
-        &legacy(file).to_string(),
+        &legacy(file, links).to_string(),
         now,
     )
     .map(|_| ())
@@ -117,7 +189,7 @@ pub async fn replace_content(
             let replacing = crate::quotas::content_size(c, file.id)?;
             crate::quotas::check_audio_bytes(c, &config, account_id, bytes.len(), replacing)?;
             let file = audio_files::set_content(c, file.id, source, content_type, &bytes, now)?;
-            emit_status(c, &file, now)?;
+            emit_status(c, &config.public_url(), &file, now)?;
             Ok::<_, ApiError>(Some(file))
         })
         .await?;

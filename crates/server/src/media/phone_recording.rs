@@ -162,7 +162,7 @@ pub async fn accept(
             crate::quotas::check_audio_bytes(c, &config, account, audio.len(), replacing)?;
             let file =
                 audio_files::set_content(c, file_id, SOURCE_PHONE, content_type, &audio, now)?;
-            emit_status(c, &file, now)?;
+            emit_status(c, &config.public_url(), &file, now)?;
             Ok::<_, ApiError>(Accepted::Recorded(file.sid))
         })
         .await?;

@@ -69,6 +69,10 @@ pub fn cdr(k: &Call) -> Value {
         "hangupCause": k.hangup_cause,
         "hangupSource": k.hangup_source,
         "billingDebit": k.billing_debit.to_string(),
+        "billingCredit": "0.00",
+        "billingPaymentType": "prepaid",
+        "callerName": "",
+        "callerRestricted": false,
     })
 }
 

@@ -141,10 +141,20 @@ async fn interpret(state: &AppState, run: &Run, trigger: &Trigger) -> anyhow::Re
     if *trigger == Trigger::Poll {
         return Ok(Interpreted::PollOnly);
     }
-    let stored: Stored = match run.state.as_deref().map(serde_json::from_str) {
+    let mut stored: Stored = match run.state.as_deref().map(serde_json::from_str) {
         Some(Ok(s)) => s,
         _ => return Ok(Interpreted::Skip),
     };
+    // The step sees the call as it is now: answered, ended, with its CDR so far.
+    if let Some(call_id) = run.call_id
+        && let Some(k) = state.store.read(move |c| calls::by_id(c, call_id)).await?
+    {
+        let view = super::call::call_object(&k);
+        match &mut stored {
+            Stored::Start { context, .. } => context.call = Some(view),
+            Stored::Running(rs) => rs.set_call(view),
+        }
+    }
     let scenario = state.parsed.get(&run.script)?;
     let now = state.clock.now().to_rfc3339();
     let limits = Limits::default();
@@ -466,6 +476,12 @@ fn apply(
                 Some(target) => {
                     let caller = from.clone().unwrap_or_else(|| k.callee.clone());
                     let leg = super::call::open_leg(c, run, &k, &caller, &target, now)?;
+                    // Transparent forwarding (`autoAnswer: false`): the caller's leg is
+                    // answered when the target answers, not before.
+                    if k.answered.is_none() && calls::answer(c, k.id, now)? {
+                        timeline(c, &k, "answered", json!({"by": target}), now)?;
+                        *call = calls::by_id(c, k.id)?;
+                    }
                     waits.push(Pending::Dial {
                         fiber,
                         target,

@@ -23,16 +23,36 @@ pub const PER_DAY: i64 = 5;
 /// Longest range of one export.
 pub const MAX_RANGE_MS: i64 = 31 * 86_400_000;
 
-/// The key that signs download URLs: made once, kept in the database, shared by all nodes.
+/// The name of the setting that holds the key signing download URLs.
+pub const SIGNING_KEY: &str = "download_signing_key";
+
+/// The key that signs download URLs: made once, kept in the database, shared by all nodes
+/// (read first: it is made only once, by whichever node needs it first).
 pub async fn secret(state: &AppState) -> anyhow::Result<String> {
-    Ok(state
+    let kept = state
         .store
-        .write(|c| {
-            tasks::setting(c, "download_signing_key", || {
-                hex::encode(rand::random::<[u8; 32]>())
-            })
+        .lookup(|c| {
+            c.query_opt(
+                "SELECT value FROM settings WHERE name = $1",
+                dialtone_store::params![SIGNING_KEY],
+            )?
+            .map(|r| r.text(0))
+            .transpose()
         })
-        .await?)
+        .await?;
+    if let Some(key) = kept {
+        return Ok(key);
+    }
+    Ok(state.store.write(secret_in).await?)
+}
+
+/// [`secret`] within a write transaction.
+pub fn secret_in(conn: &mut dyn dialtone_store::Conn) -> Result<String, dialtone_store::DbError> {
+    tasks::setting(
+        conn,
+        SIGNING_KEY,
+        || hex::encode(rand::random::<[u8; 32]>()),
+    )
 }
 
 /// The signature of a download of `taskid` until `expires` (ms).

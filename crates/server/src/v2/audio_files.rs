@@ -298,7 +298,7 @@ pub async fn create(
         .write(move |c| {
             crate::quotas::check(c, &config, crate::quotas::Quota::AudioFiles, account)?;
             let mut file = audio_files::create(c, account, &name, now)?;
-            emit_status(c, &file, now)?;
+            emit_status(c, &config.public_url(), &file, now)?;
             if let Some((declared, bytes)) = content {
                 crate::quotas::check_audio_bytes(c, &config, account, bytes.len(), 0)?;
                 file = audio_files::set_content(
@@ -309,7 +309,7 @@ pub async fn create(
                     &bytes,
                     now,
                 )?;
-                emit_status(c, &file, now)?;
+                emit_status(c, &config.public_url(), &file, now)?;
             }
             Ok::<_, ApiError>(file)
         })
@@ -412,6 +412,65 @@ pub async fn file(
             )
         })?;
     Ok(([(header::CONTENT_TYPE, "audio/wav")], wav).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Signed {
+    expires: String,
+    signature: String,
+}
+
+/// `GET /v2.0/downloads/audio-files/{sid}?expires=&signature=`: the converted audio of a
+/// file by the signed link its earlier object (`url`) gives, without credentials; 404 when
+/// the signature is wrong, the link has expired or the file is not ready.
+#[utoipa::path(get, path = "/downloads/audio-files/{sid}", tag = "Audio files",
+    params(
+        ("sid" = String, Path, description = "audio file sid"),
+        ("expires" = i64, Query, description = "expiry of the link (ms since the epoch), as the link gives it"),
+        ("signature" = String, Query, description = "signature of the link, as the link gives it"),
+    ),
+    security(()),
+    responses(
+        (status = 200, description = "the converted audio", content_type = "audio/wav", body = Vec<u8>),
+        (status = 404, description = "wrong signature, expired link, or no such ready file"),
+    ))]
+pub async fn download(
+    State(state): State<AppState>,
+    Path(sid): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Response {
+    let not_found = || ApiError::not_found("download").into_response();
+    let (Some(sid), Ok(signed)) = (
+        dialtone_domain::Sid::parse(&sid),
+        query::<Signed>(raw.as_deref()),
+    ) else {
+        return not_found();
+    };
+    let (Ok(expires), Ok(secret)) = (
+        signed.expires.parse::<i64>(),
+        crate::tasks::export::secret(&state).await,
+    ) else {
+        return not_found();
+    };
+    if !crate::media::verify_audio_url(&secret, &sid, expires, &signed.signature)
+        || state.clock.now().millis() >= expires
+    {
+        return not_found();
+    }
+    let wav = state
+        .store
+        .read(move |c| {
+            let Some(account) = audio_files::owner(c, &sid)? else {
+                return Ok(None);
+            };
+            Ok::<_, dialtone_store::DbError>(audio_files::converted(c, account, &sid)?.flatten())
+        })
+        .await;
+    match wav {
+        Ok(Some(wav)) => ([(header::CONTENT_TYPE, "audio/wav")], wav).into_response(),
+        _ => not_found(),
+    }
 }
 
 /// Replace the content: multipart with `file` (202, `pending-conversion`).

@@ -6,6 +6,7 @@ pub mod audio_files;
 pub mod billing;
 pub mod calls;
 pub mod common;
+pub mod declared_query;
 pub mod end_users;
 pub mod number_store;
 pub mod numbers;
@@ -36,6 +37,7 @@ pub fn router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(tasks::export_calls))
         .routes(routes!(tasks::get, tasks::cancel))
         .routes(routes!(tasks::download))
+        .routes(routes!(audio_files::download))
         .routes(routes!(
             recordings::search,
             recordings::update_many,
@@ -77,6 +79,11 @@ pub fn router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(audio_files::router())
         .split_for_parts();
     let served = openapi::finish(&mut doc);
-    let router = router.route("/openapi.json", openapi::serve(&served));
+    let declared = std::sync::Arc::new(declared_query::Declared::of(&served));
+    let router = router
+        .route_layer(axum::middleware::from_fn(move |req, next| {
+            declared_query::check(declared.clone(), req, next)
+        }))
+        .route("/openapi.json", openapi::serve(&served));
     (router, doc)
 }

@@ -19,6 +19,7 @@ both_backends!(
     calls_to_detached_numbers_are_declined,
     gather_times_out_and_voicemail_records_real_audio,
     the_api_hangs_up_live_calls_only,
+    transparent_forwarding_answers_on_the_target_and_pushes_the_final_cdr,
 );
 
 async fn create(
@@ -786,4 +787,102 @@ async fn apps_and_actions_start_through_json_rpc(app: TestApp) {
     assert_eq!(deleted["result"], true);
     let gone = rpc(&app, &acct, "apps.get", json!([hash])).await;
     assert_eq!(gone["error"]["code"], 115, "{gone}");
+}
+
+/// The real service's published "call forwarding with recording" scenario, unchanged but for
+/// its variables: `autoAnswer: false`, `dial@v1` with `answerOnBranch`, `bridge@v1` in that
+/// branch, `fetch@v1` of `call` in the `hangup` branch. The caller's leg is answered when the
+/// target answers (and billed for it), and the `hangup` branch sees the final CDR.
+async fn transparent_forwarding_answers_on_the_target_and_pushes_the_final_cdr(app: TestApp) {
+    let acct = app.account().await;
+    let receiver = Receiver::start().await;
+    let number = buy(&app, &acct, "country=GB&type=mobile").await;
+    let published = include_str!("../../../actions/tests/fixtures/forwarding-record.yaml");
+    let script = published
+        .replace("\"+447700900200\"", "\"+447700900123\"")
+        .replace("https://push.example.org", &receiver.url);
+    assert_ne!(script, published, "the fixture's variables were replaced");
+    let sid = scenario(&app, &acct, &script).await;
+    send(app.req(
+        &acct,
+        Method::PUT,
+        &format!("/v2.0/numbers/{number}/scenario/{sid}"),
+    ))
+    .await;
+    let (_, before) = send(app.req(&acct, Method::GET, "/v2.0/billing/credit")).await;
+    let (status, call) = send(
+        app.req(&acct, Method::POST, "/sandbox/calls")
+            .json(&json!({"from": "+447700900999", "to": number})),
+    )
+    .await;
+    assert_eq!(status, 201, "{call}");
+    assert_eq!(
+        call["status"], "answered",
+        "answered with the target: {call}"
+    );
+    let kinds: Vec<&str> = call["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["kind"].as_str().unwrap())
+        .collect();
+    let dial = kinds.iter().position(|k| *k == "dial").expect("dialled");
+    let answered = kinds
+        .iter()
+        .position(|k| *k == "answered")
+        .expect("answered");
+    assert!(dial < answered, "not answered before the target: {kinds:?}");
+    let callid = call["callid"].as_str().unwrap().to_owned();
+    app.clock.advance_ms(61_000);
+    let (status, ended) = send(app.req(
+        &acct,
+        Method::POST,
+        &format!("/sandbox/calls/{callid}/hangup"),
+    ))
+    .await;
+    assert_eq!(status, 200, "{ended}");
+    assert_eq!(ended["durationAnswered"], 61, "{ended}");
+    assert_eq!(ended["durationBilled"], 120, "{ended}");
+    assert!(ended["answered"].is_string(), "{ended}");
+    let debit: f64 = ended["billingDebit"].as_str().unwrap().parse().unwrap();
+    assert!(debit > 0.0, "the forwarded caller's leg is billed: {ended}");
+    let (_, after) = send(app.req(&acct, Method::GET, "/v2.0/billing/credit")).await;
+    assert_ne!(before["amount"], after["amount"]);
+    let hangups = app.events(&acct.sid, "call.inbound_hangup").await;
+    assert_ne!(
+        hangups[0]["answer"], "0000-00-00 00:00:00",
+        "{}",
+        hangups[0]
+    );
+    app.tick().await;
+    let got = receiver.received();
+    let pushed = |path: &str| {
+        got.iter()
+            .find(|r| r.path == path)
+            .unwrap_or_else(|| {
+                panic!(
+                    "nothing posted to {path}: {:?}",
+                    got.iter().map(|r| &r.path).collect::<Vec<_>>()
+                )
+            })
+            .json
+            .clone()
+    };
+    let metadata = pushed("/hook/metadata");
+    let cdr = &metadata["call"]["cdr"];
+    assert_eq!(cdr["status"], "ended", "{metadata}");
+    assert!(cdr["ended"].is_string(), "{metadata}");
+    assert!(cdr["answered"].is_string(), "{metadata}");
+    assert_eq!(cdr["hangupCause"], 16, "{metadata}");
+    assert_eq!(cdr["hangupSource"], "caller", "{metadata}");
+    assert_eq!(cdr["durationTotal"], 61, "{metadata}");
+    assert_eq!(cdr["durationAnswered"], 61, "{metadata}");
+    assert_eq!(cdr["durationBilled"], 120, "{metadata}");
+    assert_eq!(cdr["billingDebit"], ended["billingDebit"], "{metadata}");
+    assert_eq!(metadata["call"]["fromNumber"], "+447700900999");
+    assert_eq!(metadata["app"]["sid"], sid.as_str());
+    // The recording of the bridged call was pushed when it was ready.
+    let data = pushed("/hook/data");
+    assert_eq!(data["recording"]["callid"], callid.as_str(), "{data}");
+    assert_eq!(data["recording"]["duration"], 61, "{data}");
 }

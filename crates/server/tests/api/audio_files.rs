@@ -723,7 +723,7 @@ async fn audio_conversion_resumes_after_crash(app: TestApp) {
                 if let Some(file) =
                     audio_files::start_processing(c, job.audio_file_id, job.revision, now)?
                 {
-                    dialtone::media::emit_status(c, &file, now)?;
+                    dialtone::media::emit_status(c, "http://127.0.0.1", &file, now)?;
                 }
             }
             Ok::<_, dialtone_store::DbError>(claimed)
@@ -927,6 +927,57 @@ async fn audio_json_rpc(app: TestApp) {
     let v = rpc(&app, &acct, "media/library.get", json!([hash])).await;
     assert_eq!(v["result"]["status"], "READY", "{v}");
     assert_eq!(v["result"]["name"], "Hello");
+    // The complete Media.Library object, with a link that plays without credentials.
+    let media = &v["result"];
+    for (field, value) in [
+        ("content", json!("")),
+        ("voice", json!("")),
+        ("source", json!("UPLOAD")),
+        ("language", json!([])),
+        ("category", json!([])),
+        ("tags", json!({})),
+        ("is_editable", json!(true)),
+    ] {
+        assert_eq!(media[field], value, "{field}: {media}");
+    }
+    assert!(media["duration"].is_i64(), "whole seconds: {media}");
+    let url = media["url"].as_str().expect("a ready media has a url");
+    let played = app.client.get(url).send().await.expect("url");
+    assert_eq!(played.status(), 200, "{url}");
+    let wav = played.bytes().await.expect("wav");
+    assert_eq!(&wav[..4], b"RIFF");
+    let forged = url.replace("signature=", "signature=00");
+    assert_eq!(
+        app.client
+            .get(&forged)
+            .send()
+            .await
+            .expect("forged")
+            .status(),
+        404
+    );
+    let (head, _) = url.split_once("expires=").expect("expires");
+    let tail = url.split_once("&signature=").expect("signature").1;
+    let stretched = format!("{head}expires=99999999999999&signature={tail}");
+    assert_eq!(
+        app.client
+            .get(&stretched)
+            .send()
+            .await
+            .expect("stretched")
+            .status(),
+        404
+    );
+    app.clock.advance_ms(24 * 3600 * 1000 + 1);
+    assert_eq!(
+        app.client.get(url).send().await.expect("expired").status(),
+        404
+    );
+    // An id as a string of digits, as the example scripts pass command-line arguments.
+    let v = rpc(&app, &acct, "media/library.get", json!([id.to_string()])).await;
+    assert_eq!(v["result"]["hash"], hash.as_str(), "{v}");
+    let v = rpc(&app, &acct, "media/library.get", json!(["12x"])).await;
+    assert_eq!(v["error"]["code"], 115, "{v}");
     let v = rpc(&app, &acct, "media/library.get_list", json!([null])).await;
     assert_eq!(v["result"].as_array().map(Vec::len), Some(1), "{v}");
     let v = rpc(

@@ -17,6 +17,7 @@ mod hostile_quotas;
 mod idempotency;
 mod isolation;
 mod jsonrpc;
+mod jsonrpc_clients;
 mod numbers;
 mod rate_limits;
 mod receiver;

@@ -26,6 +26,8 @@ pub enum Reply {
 /// One request received.
 #[derive(Debug, Clone)]
 pub struct Received {
+    /// The path posted to (`/hook`, or below it).
+    pub path: String,
     pub headers: HeaderMap,
     pub raw: Bytes,
     pub json: Value,
@@ -47,13 +49,20 @@ pub struct Receiver {
 
 async fn handle(
     State(inner): State<Arc<Mutex<Inner>>>,
+    uri: axum::http::Uri,
     headers: HeaderMap,
     raw: Bytes,
 ) -> StatusCode {
     let reply = {
         let mut i = inner.lock().unwrap();
         let json = serde_json::from_slice(&raw).unwrap_or(Value::Null);
-        i.got.push(Received { headers, raw, json });
+        let path = uri.path().to_owned();
+        i.got.push(Received {
+            path,
+            headers,
+            raw,
+            json,
+        });
         i.script
             .pop_front()
             .or(i.otherwise)
@@ -66,11 +75,12 @@ async fn handle(
 }
 
 impl Receiver {
-    /// Starts a receiver answering 200 to everything.
+    /// Starts a receiver answering 200 to everything posted to `/hook` or below it.
     pub async fn start() -> Self {
         let inner = Arc::new(Mutex::new(Inner::default()));
         let app = Router::new()
             .route("/hook", post(handle))
+            .route("/hook/{*rest}", post(handle))
             .with_state(inner.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/hook", listener.local_addr().unwrap());

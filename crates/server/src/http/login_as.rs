@@ -1,0 +1,90 @@
+//! "Login as" of the earlier interfaces: the official SDKs' option to act on another account
+//! sends `<BRAND>-Login-As: account.hash <SID>` or `user.login <LOGIN>` (BRAND the one of
+//! `--header-brand`). The caller acts as the target when the target is the caller itself or
+//! one of its sub accounts; anything else is refused, never ignored (an SMS meant for a sub
+//! account must not be sent and billed on the master).
+
+use axum::http::HeaderMap;
+use dialtone_domain::Sid;
+use dialtone_store::accounts::{self, Account};
+
+use super::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+/// Whom a Login-As header names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// `account.hash SID`.
+    Account(Sid),
+    /// `user.login LOGIN`.
+    User(String),
+}
+
+/// The header's name for a brand: `<BRAND>-Login-As`.
+pub fn header_name(brand: &str) -> String {
+    format!("{brand}-Login-As")
+}
+
+/// Parses the header's value.
+pub fn parse(value: &str) -> Result<Target, String> {
+    let expected = "expected `account.hash SID` or `user.login LOGIN`";
+    let (kind, target) = value
+        .trim()
+        .split_once(char::is_whitespace)
+        .ok_or_else(|| expected.to_owned())?;
+    let target = target.trim();
+    match kind.to_ascii_lowercase().as_str() {
+        "account.hash" => Sid::parse(target)
+            .map(Target::Account)
+            .ok_or_else(|| format!("{target:?} is not an account hash")),
+        "user.login" if (1..=64).contains(&target.len()) => Ok(Target::User(target.to_owned())),
+        "user.login" => Err("a login is 1 to 64 characters".to_owned()),
+        _ => Err(expected.to_owned()),
+    }
+}
+
+/// The account `caller` acts as: itself without the header, else the target it may act as.
+pub async fn resolve(headers: &HeaderMap, caller: Account, state: &AppState) -> ApiResult<Account> {
+    let name = header_name(&state.config.header_brand);
+    let Some(raw) = headers.get(name.as_str()) else {
+        return Ok(caller);
+    };
+    let invalid = |why: String| ApiError::bad_request("login_as_invalid", format!("{name}: {why}"));
+    let value = raw
+        .to_str()
+        .map_err(|_| invalid("not visible ASCII".to_owned()))?;
+    let target = parse(value).map_err(invalid)?;
+    let found = state
+        .store
+        .lookup(move |c| match target {
+            Target::Account(sid) => accounts::by_sid(c, &sid),
+            Target::User(login) => Ok(accounts::by_login(c, &login)?.map(|(a, _)| a)),
+        })
+        .await?;
+    match found {
+        Some(a) if a.id == caller.id || a.parent_id == Some(caller.id) => Ok(a),
+        // An account that does not exist and one the caller may not act as answer alike.
+        _ => Err(ApiError::forbidden(
+            "login_as_refused",
+            format!("{name}: the caller may act only as itself or one of its sub accounts"),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_kinds_parse_and_others_are_refused() {
+        assert_eq!(
+            parse("account.hash ABCD1234"),
+            Ok(Target::Account(Sid::parse("abcd1234").expect("sid")))
+        );
+        assert_eq!(parse("user.login  acme "), Ok(Target::User("acme".into())));
+        assert!(parse("account.hash").is_err());
+        assert!(parse("account.hash not-a-sid").is_err());
+        assert!(parse("session.token x").is_err());
+        assert!(parse(&format!("user.login {}", "x".repeat(65))).is_err());
+    }
+}
