@@ -23,9 +23,11 @@ use crate::{
     admin, billing, http, jsonrpc, numbers, ops, rest11, sandbox, scenarios, v2, webhooks, workers,
 };
 
-/// A server ready to serve: store open and migrated, listener bound.
+/// A server ready to serve: store open and migrated, listeners bound.
 pub struct Application {
     listener: TcpListener,
+    /// HTTPS beside HTTP, with what it presents.
+    https: Option<(TcpListener, crate::tls::Identity)>,
     router: Router,
     state: AppState,
 }
@@ -38,6 +40,10 @@ impl Application {
         let listener = TcpListener::bind(&config.listen)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
+        let https = match &config.tls {
+            Some(tls) => https(tls, &config.data_dir).await?,
+            None => None,
+        };
         let mut config = config;
         if config.public_url.is_none()
             && let Ok(addr) = listener.local_addr()
@@ -111,9 +117,16 @@ impl Application {
         let router = routes.await?;
         Ok(Self {
             listener,
+            https,
             router,
             state,
         })
+    }
+
+    /// The HTTPS address actually bound and the certificate it presents, when HTTPS runs.
+    pub fn https(&self) -> Option<(SocketAddr, &crate::tls::Identity)> {
+        let (listener, identity) = self.https.as_ref()?;
+        Some((listener.local_addr().ok()?, identity))
     }
 
     /// The address actually bound.
@@ -147,8 +160,14 @@ impl Application {
             self.state.config.max_connections,
             self.state.config.max_connections_per_ip,
         );
+        let listeners = crate::serve::Listeners {
+            http: self.listener,
+            https: self.https.map(|(listener, identity)| {
+                (listener, tokio_rustls::TlsAcceptor::from(identity.config))
+            }),
+        };
         let served = crate::serve::serve(
-            self.listener,
+            listeners,
             self.router,
             header_timeout,
             connections,
@@ -255,4 +274,42 @@ pub fn router(state: AppState) -> Router {
 /// Interpreter threads: one per core.
 fn config_threads() -> usize {
     std::thread::available_parallelism().map_or(2, std::num::NonZero::get)
+}
+
+/// Binds HTTPS and makes (or loads) what it presents. A listener the operator asked for must
+/// start; the default one is skipped with a warning when its port is taken or its
+/// certificate cannot be kept, so a second server on one machine still starts.
+async fn https(
+    tls: &crate::config::Tls,
+    data_dir: &std::path::Path,
+) -> anyhow::Result<Option<(TcpListener, crate::tls::Identity)>> {
+    let started = async {
+        let listener = TcpListener::bind(&tls.listen)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot listen on {} (HTTPS): {e}", tls.listen))?;
+        let identity = match &tls.identity {
+            Some((cert, key)) => crate::tls::load(cert, key)?,
+            None => {
+                let host = listener.local_addr()?.ip();
+                let names = crate::tls::self_signed_names(host);
+                // Certificates live in the clients' time: the wall clock, not the server's
+                // (a test's clock may be set anywhere).
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs() as i64);
+                let dir = data_dir.join("tls");
+                tokio::task::spawn_blocking(move || crate::tls::self_signed(&dir, &names, now))
+                    .await??
+            }
+        };
+        Ok::<_, anyhow::Error>((listener, identity))
+    };
+    match started.await {
+        Ok(started) => Ok(Some(started)),
+        Err(e) if !tls.required => {
+            tracing::warn!(error = %format!("{e:#}"), "HTTPS not started (give --tls-listen to require it, or off)");
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
 }

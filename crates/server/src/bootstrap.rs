@@ -40,9 +40,22 @@ pub async fn create_dev_account(state: &AppState) -> anyhow::Result<Option<Provi
     }
 }
 
+/// Where HTTPS answers, for the first start's lines.
+#[derive(Debug, Clone)]
+pub struct Https {
+    /// `https://ADDR`.
+    pub url: String,
+    /// The certificate file.
+    pub certificate: String,
+    /// Its SHA-256 fingerprint.
+    pub fingerprint: String,
+    /// Made by dialtone: clients must be told to trust it.
+    pub self_signed: bool,
+}
+
 /// The lines printed once, on the first start.
-pub fn announcement(made: &ProvisionedAccount, base_url: &str) -> String {
-    format!(
+pub fn announcement(made: &ProvisionedAccount, base_url: &str, https: Option<&Https>) -> String {
+    let mut text = format!(
         "\n  dialtone created a dev account (shown once; keep it):\n\
          \n    account SID  {sid}\
          \n    API key      {key}\
@@ -57,5 +70,30 @@ pub fn announcement(made: &ProvisionedAccount, base_url: &str) -> String {
         password = made.password,
         credit = made.account.credit,
         currency = made.account.currency,
-    )
+    );
+    if let Some(https) = https {
+        let kind = if https.self_signed {
+            " (self-signed)"
+        } else {
+            ""
+        };
+        text.push_str(&format!(
+            "\n  HTTPS: {url}\
+             \n    certificate  {cert}{kind}\
+             \n    SHA-256      {fingerprint}\n\
+             \n    curl --cacert {cert} -H 'x-api-key: {key}' {url}/v2.0/ping\n",
+            url = https.url,
+            cert = https.certificate,
+            fingerprint = https.fingerprint,
+            key = made.api_key,
+        ));
+        if https.self_signed {
+            text.push_str(&format!(
+                "    trust it: SSL_CERT_FILE={cert} (Python), NODE_EXTRA_CA_CERTS={cert} (Node.js),\
+                 \n              keytool -importcert -file {cert} (Java)\n",
+                cert = https.certificate,
+            ));
+        }
+    }
+    text
 }

@@ -114,6 +114,17 @@ pub struct Settings {
     /// Largest state (state and variables) of a run, in bytes [default: 262144].
     #[arg(long, env = "DIALTONE_MAX_RUN_STATE_BYTES", global = true)]
     pub max_run_state_bytes: Option<usize>,
+    /// Address of HTTPS beside HTTP, or `off` [default: port 8443 on the host of --listen,
+    /// skipped with a warning when it is taken].
+    #[arg(long, env = "DIALTONE_TLS_LISTEN", global = true)]
+    pub tls_listen: Option<String>,
+    /// PEM certificate chain of HTTPS [default: a self-signed certificate made once and
+    /// kept in DATA_DIR/tls].
+    #[arg(long, env = "DIALTONE_TLS_CERT", global = true)]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, env = "DIALTONE_TLS_KEY", global = true)]
+    pub tls_key: Option<PathBuf>,
     /// Run the simulated network and /sandbox; false: only SMPP connectors carry SMS and a
     /// destination none routes is refused [default: true].
     #[arg(long, env = "DIALTONE_SIMULATED_NETWORK", global = true)]
@@ -406,6 +417,12 @@ impl Settings {
         if let Some(secs) = self.audio_cpu_secs.or(file.audio_cpu_secs) {
             config.audio_cpu_secs = secs.clamp(1, 3600);
         }
+        config.tls = resolve_tls(
+            &config.listen,
+            self.tls_listen.clone().or(file.tls_listen),
+            self.tls_cert.clone().or(file.tls_cert),
+            self.tls_key.clone().or(file.tls_key),
+        )?;
         if let Some(on) = self.simulated_network.or(file.simulated_network) {
             config.simulated_network = on;
         }
@@ -451,4 +468,42 @@ impl Settings {
         config.validate()?;
         Ok(config)
     }
+}
+
+/// HTTPS from its flags: `off` for none; an address the operator gave is required; absent,
+/// port 8443 on the host of `--listen` (port 0 when `--listen` has port 0), not required.
+fn resolve_tls(
+    listen: &str,
+    tls_listen: Option<String>,
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
+) -> anyhow::Result<Option<crate::config::Tls>> {
+    let identity = match (cert, key) {
+        (Some(cert), Some(key)) => Some((cert, key)),
+        (None, None) => None,
+        _ => anyhow::bail!("--tls-cert and --tls-key go together"),
+    };
+    let (listen, required) = match tls_listen.as_deref() {
+        Some("off") if identity.is_some() => {
+            anyhow::bail!("--tls-listen off with --tls-cert: HTTPS is off, the certificate unused")
+        }
+        Some("off") => return Ok(None),
+        Some(addr) => (addr.to_owned(), true),
+        None => {
+            let (host, port) = listen
+                .rsplit_once(':')
+                .ok_or_else(|| anyhow::anyhow!("--listen {listen}: expected HOST:PORT"))?;
+            let port = if port == "0" {
+                0
+            } else {
+                crate::config::DEFAULT_TLS_PORT
+            };
+            (format!("{host}:{port}"), false)
+        }
+    };
+    Ok(Some(crate::config::Tls {
+        listen,
+        identity,
+        required,
+    }))
 }

@@ -119,7 +119,25 @@ pub struct Config {
     /// SMPP connectors (`[[smpp]]` tables of the TOML file); none: every SMS goes to the
     /// simulated network.
     pub smpp: Vec<SmppConfig>,
+    /// HTTPS beside HTTP; None: HTTP only.
+    pub tls: Option<Tls>,
 }
+
+/// The HTTPS listener.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tls {
+    /// Address to listen on (port 0 picks a free port).
+    pub listen: String,
+    /// PEM certificate chain and key; None: a self-signed certificate kept in
+    /// `DATA_DIR/tls`.
+    pub identity: Option<(PathBuf, PathBuf)>,
+    /// The operator chose the address: a start that cannot listen there fails. The default
+    /// address only warns, so a second server on the same machine still starts.
+    pub required: bool,
+}
+
+/// Port of the default HTTPS listener (on the host of `--listen`).
+pub const DEFAULT_TLS_PORT: u16 = 8443;
 
 /// Settings a TOML file may hold (the same names as the flags, with underscores).
 #[derive(Debug, Default, Deserialize)]
@@ -199,6 +217,12 @@ pub struct FileConfig {
     pub outbound_allow: Option<Vec<String>>,
     /// See [`Config::smpp`].
     pub smpp: Option<Vec<SmppConfig>>,
+    /// See [`Tls::listen`] (`off`: HTTP only).
+    pub tls_listen: Option<String>,
+    /// See [`Tls::identity`].
+    pub tls_cert: Option<PathBuf>,
+    /// See [`Tls::identity`].
+    pub tls_key: Option<PathBuf>,
 }
 
 impl FileConfig {
@@ -288,6 +312,7 @@ impl Config {
             quota_running_runs: 1_000,
             max_run_state_bytes: 256 * 1024,
             smpp: Vec::new(),
+            tls: None,
         }
     }
 

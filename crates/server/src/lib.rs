@@ -30,6 +30,7 @@ pub mod sms;
 pub mod state;
 pub mod tally;
 pub mod tasks;
+pub mod tls;
 pub mod v2;
 pub mod wake;
 pub mod webhooks;

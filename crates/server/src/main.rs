@@ -108,6 +108,21 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         .name("numbering-plan".into())
         .spawn(dialtone_domain::E164::warm_up);
     let addr = app.local_addr();
+    let https = app.https().map(|(addr, identity)| {
+        tracing::info!(
+            %addr,
+            certificate = %identity.cert_path.display(),
+            sha256 = %identity.fingerprint,
+            self_signed = identity.self_signed,
+            "dialtone listening (HTTPS)"
+        );
+        bootstrap::Https {
+            url: format!("https://{addr}"),
+            certificate: identity.cert_path.display().to_string(),
+            fingerprint: identity.fingerprint.clone(),
+            self_signed: identity.self_signed,
+        }
+    });
     // Decided before serving (an account made through /admin at once does not change it);
     // made while serving.
     let state = app.state().clone();
@@ -116,7 +131,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
             match bootstrap::create_dev_account(&state).await {
                 Ok(Some(made)) => println!(
                     "{}",
-                    bootstrap::announcement(&made, &format!("http://{addr}"))
+                    bootstrap::announcement(&made, &format!("http://{addr}"), https.as_ref())
                 ),
                 Ok(None) => {}
                 Err(e) => tracing::error!(error = %e, "could not create the dev account"),

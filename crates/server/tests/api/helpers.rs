@@ -74,6 +74,8 @@ impl Drop for PgSchema {
 /// A running server on a fresh database.
 pub struct TestApp {
     pub base: String,
+    /// `https://ADDR` and the certificate to trust, when the test asked for HTTPS.
+    pub https: Option<(String, std::path::PathBuf)>,
     pub client: reqwest::Client,
     pub clock: ManualClock,
     pub backend: Backend,
@@ -137,9 +139,10 @@ impl TestApp {
         }
         adjust(&mut config);
         let clock = ManualClock::new(Timestamp::from_millis(START));
-        let (base, state) = start(config.clone(), &clock).await;
+        let (base, https, state) = start(config.clone(), &clock).await;
         Some(Self {
             base,
+            https,
             client: reqwest::Client::new(),
             clock,
             backend,
@@ -177,7 +180,9 @@ impl TestApp {
     pub async fn second_node(&self) -> (String, AppState) {
         let mut config = self.config.clone();
         config.default_inventory = false;
-        start(config, &self.clock).await
+        config.tls = None;
+        let (base, _, state) = start(config, &self.clock).await;
+        (base, state)
     }
 
     /// The account's events of one type, oldest first, as JSON.
@@ -245,14 +250,19 @@ impl TestApp {
     }
 }
 
-async fn start(config: Config, clock: &ManualClock) -> (String, AppState) {
+type Https = Option<(String, std::path::PathBuf)>;
+
+async fn start(config: Config, clock: &ManualClock) -> (String, Https, AppState) {
     let app = Application::build(config, Arc::new(clock.clone()))
         .await
         .expect("build the application");
     let base = format!("http://{}", app.local_addr());
+    let https = app
+        .https()
+        .map(|(addr, identity)| (format!("https://{addr}"), identity.cert_path.clone()));
     let state = app.state().clone();
     tokio::spawn(app.run_until(std::future::pending()));
-    (base, state)
+    (base, https, state)
 }
 
 fn hex_id() -> String {

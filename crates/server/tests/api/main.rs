@@ -14,6 +14,7 @@ mod hostile;
 mod hostile_connections;
 mod hostile_outbound;
 mod hostile_quotas;
+mod https;
 mod idempotency;
 mod isolation;
 mod jsonrpc;
