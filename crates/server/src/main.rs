@@ -114,7 +114,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
             certificate = %identity.cert_path.display(),
             sha256 = %identity.fingerprint,
             self_signed = identity.self_signed,
-            "dialtone listening (HTTPS)"
+            "serving HTTPS"
         );
         bootstrap::Https {
             url: format!("https://{addr}"),

@@ -108,6 +108,43 @@ fn first_start_prints_a_working_dev_account_once_and_sigterm_stops_cleanly() {
         dir.path().join("dialtone.db").exists(),
         "SQLite file under the data dir"
     );
+    // HTTPS beside it, with the self-signed certificate it made and printed.
+    let mut https = Vec::new();
+    for line in stdout.by_ref().map_while(Result::ok) {
+        let done = line.trim_start().starts_with("curl --cacert");
+        https.push(line);
+        if done {
+            break;
+        }
+    }
+    let https = https.join("\n");
+    let cert = dir.path().join("tls").join("cert.pem");
+    assert!(https.contains(&cert.display().to_string()), "{https}");
+    let pem = std::fs::read(&cert).expect("the certificate is kept");
+    let fingerprint = {
+        use rustls_pki_types::pem::PemObject;
+        dialtone::tls::fingerprint(&rustls_pki_types::CertificateDer::from_pem_slice(&pem).unwrap())
+    };
+    assert!(
+        https.contains(&fingerprint),
+        "the fingerprint is printed: {https}"
+    );
+    let https_url = https
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("HTTPS: "))
+        .expect("the HTTPS address")
+        .to_owned();
+    let trusting = reqwest::blocking::Client::builder()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(reqwest::Certificate::from_pem(&pem).unwrap())
+        .build()
+        .unwrap();
+    let resp = trusting
+        .get(format!("{https_url}/v2.0/ping"))
+        .header("x-api-key", &key)
+        .send()
+        .unwrap();
+    assert_eq!(resp.status(), 200, "ping over HTTPS");
     assert!(terminate(&mut child).success(), "SIGTERM is a clean exit");
     drop(stdout);
 

@@ -2,7 +2,7 @@
 //! sends `<BRAND>-Login-As: account.hash <SID>` or `user.login <LOGIN>` (BRAND the one of
 //! `--header-brand`). The caller acts as the target when the target is the caller itself or
 //! one of its sub accounts; anything else is refused, never ignored (an SMS meant for a sub
-//! account must not be sent and billed on the master).
+//! account must not be sent and billed on the master), and so is another brand's header.
 
 use axum::http::HeaderMap;
 use dialtone_domain::Sid;
@@ -46,10 +46,21 @@ pub fn parse(value: &str) -> Result<Target, String> {
 /// The account `caller` acts as: itself without the header, else the target it may act as.
 pub async fn resolve(headers: &HeaderMap, caller: Account, state: &AppState) -> ApiResult<Account> {
     let name = header_name(&state.config.header_brand);
+    let invalid = |why: String| ApiError::bad_request("login_as_invalid", format!("{name}: {why}"));
     let Some(raw) = headers.get(name.as_str()) else {
+        // Another brand's header is not ours to read, nor to ignore: acting on the caller's
+        // own account instead of the one it names would spend the wrong credit.
+        if let Some(other) = headers.keys().find(|h| h.as_str().ends_with("-login-as")) {
+            return Err(ApiError::bad_request(
+                "login_as_invalid",
+                format!(
+                    "{other}: this server reads {name} (its --header-brand is {})",
+                    state.config.header_brand
+                ),
+            ));
+        }
         return Ok(caller);
     };
-    let invalid = |why: String| ApiError::bad_request("login_as_invalid", format!("{name}: {why}"));
     let value = raw
         .to_str()
         .map_err(|_| invalid("not visible ASCII".to_owned()))?;

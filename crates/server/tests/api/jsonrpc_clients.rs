@@ -205,6 +205,21 @@ async fn login_as_acts_on_a_sub_account_and_refuses_the_rest(app: TestApp) {
         );
     }
     assert_eq!(credit(&app, &stranger).await, stranger_before);
+    // Another brand's header (this server's brand is SVC) is refused, not ignored.
+    let (_, r) = send(
+        app.anon(Method::POST, "/json-rpc/v1.1/")
+            .basic_auth(&master.login, Some(&master.password))
+            .header("CALLR-Login-As", by_hash.as_str())
+            .json(&json!({"jsonrpc": "2.0", "id": 8, "method": "sms.send", "params": ["SMS", "+33612345678", "no", null]})),
+    )
+    .await;
+    assert_eq!(r["error"]["code"], 151, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("SVC-Login-As")),
+        "{r}"
+    );
     let sent = rpc(
         &app,
         &master,
