@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use dialtone_domain::sms::SmsStatus;
 use dialtone_store::params;
 use serde_json::{Value, json};
+use tokio::task::JoinSet;
 
 use crate::{load, receiver, seed, server};
 
@@ -25,7 +26,7 @@ const EXPORT: &str =
     "/v2.0/calls/export?direction=inbound&from=2025-05-14T00:00:00Z&to=2025-06-14T00:00:00Z";
 
 /// Runs the test; Err when anything was lost or broken.
-pub async fn run(
+pub(crate) async fn run(
     binary: &std::path::Path,
     pg: Option<&str>,
     kills: usize,
@@ -35,6 +36,60 @@ pub async fn run(
         nodes == 1 || pg.is_some(),
         "several nodes need --database-url (PostgreSQL)"
     );
+    let Setup {
+        mut srv,
+        mut cluster,
+        key,
+        buyers,
+        number,
+        recv,
+    } = setup(binary, pg, nodes).await?;
+
+    let shared = Shared::new(&srv, &cluster);
+    let mut clients = JoinSet::new();
+    shared.spawn_sms_clients(&mut clients, &key, &number);
+    shared.spawn_buyers(&mut clients, &buyers);
+    shared.spawn_exporter(&mut clients, &key);
+
+    let started = Instant::now();
+    kill_loop(binary, &mut srv, &mut cluster, &shared.bases, kills, nodes).await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    shared.stop.store(true, Ordering::Relaxed);
+    while clients.join_next().await.is_some() {}
+    let loaded = started.elapsed();
+
+    let store = seed::open(&srv.database_url).await?;
+    let drained = drain(&store).await?;
+    srv.stop().await?;
+    for n in &mut cluster {
+        n.stop().await?;
+    }
+
+    let summary = check(&store, &shared, &recv).await?;
+    summary.print(nodes, kills, loaded, drained);
+    Ok(())
+}
+
+/// The servers, accounts, number and receiver of the test, before the load.
+struct Setup {
+    /// The first node (the one that made the database).
+    srv: server::Server,
+    /// The other nodes, joined on the same database.
+    cluster: Vec<server::Server>,
+    /// The API key of the account sending and receiving SMS.
+    key: String,
+    /// The API keys of the two accounts racing for numbers.
+    buyers: [String; 2],
+    /// The number bought for the inbound SMS.
+    number: String,
+    /// The webhook receiver, subscribed to the SMS events.
+    recv: receiver::Receiver,
+}
+
+/// Starts the server, seeds the calls the export tasks list, makes the accounts, joins the
+/// other nodes, buys the number of the inbound SMS and subscribes the receiver to the SMS
+/// events.
+async fn setup(binary: &std::path::Path, pg: Option<&str>, nodes: usize) -> anyhow::Result<Setup> {
     let mut srv = server::Server::start(binary, pg).await?;
     let key = srv.account("crash", "100000000.00").await?;
     // Calls for the export tasks that run through the kills (seeded with the server down).
@@ -73,103 +128,154 @@ pub async fn run(
         )
         .await?;
     }
+    Ok(Setup {
+        srv,
+        cluster,
+        key,
+        buyers,
+        number,
+        recv,
+    })
+}
 
-    let mut bases = vec![srv.base.clone()];
-    bases.extend(cluster.iter().map(|n| n.base.clone()));
-    let base = Arc::new(RwLock::new(bases));
-    let accepted = Arc::new(Mutex::new(Vec::<String>::new()));
-    let bought = Arc::new(Mutex::new(Vec::<(usize, String)>::new()));
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut clients = tokio::task::JoinSet::new();
-    for client in 0..8u32 {
-        let (base, accepted, stop, key, number) = (
-            base.clone(),
-            accepted.clone(),
-            stop.clone(),
-            key.clone(),
-            number.clone(),
-        );
-        clients.spawn(async move {
-            let mut i = 0u32;
-            while !stop.load(Ordering::Relaxed) {
-                i += 1;
-                let b = base
-                    .read()
-                    .map(|b| b[(client + i) as usize % b.len()].clone())
-                    .unwrap_or_default();
-                let answer = if client % 4 == 0 {
-                    let body = json!({"from": "+447700900777", "to": number, "body": format!("in {client}.{i}")});
-                    load::once_key(&b, "POST", "/sandbox/sms", &key, Some(&body.to_string())).await
-                } else {
-                    let to = format!("%2B33612{:06}", (client * 100_000 + i) % 1_000_000);
-                    load::once_key(
-                        &b,
+/// What the load clients share with the test: the nodes to call, what the server accepted,
+/// and the signal to stop.
+struct Shared {
+    /// Each node's base URL, updated when the node is restarted.
+    bases: Arc<RwLock<Vec<String>>>,
+    /// The SIDs of the SMS answered 2xx.
+    accepted: Arc<Mutex<Vec<String>>>,
+    /// The numbers bought, each with its buyer's index.
+    bought: Arc<Mutex<Vec<(usize, String)>>>,
+    /// The task ids of the export tasks started.
+    exports: Arc<Mutex<Vec<String>>>,
+    /// Set when the clients must stop.
+    stop: Arc<AtomicBool>,
+}
+
+impl Shared {
+    /// The state of a load on `srv` and the `cluster`'s nodes, nothing accepted yet.
+    fn new(srv: &server::Server, cluster: &[server::Server]) -> Self {
+        let mut bases = vec![srv.base.clone()];
+        bases.extend(cluster.iter().map(|n| n.base.clone()));
+        Self {
+            bases: Arc::new(RwLock::new(bases)),
+            accepted: Arc::new(Mutex::new(Vec::new())),
+            bought: Arc::new(Mutex::new(Vec::new())),
+            exports: Arc::new(Mutex::new(Vec::new())),
+            stop: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Spawns 8 SMS clients round-robin over the nodes until stopped: every fourth sends
+    /// inbound SMS to `number`, the others outbound SMS; each SID answered 2xx is recorded.
+    fn spawn_sms_clients(&self, clients: &mut JoinSet<()>, key: &str, number: &str) {
+        for client in 0..8u32 {
+            let (base, accepted, stop, key, number) = (
+                self.bases.clone(),
+                self.accepted.clone(),
+                self.stop.clone(),
+                key.to_owned(),
+                number.to_owned(),
+            );
+            clients.spawn(async move {
+                let mut i = 0u32;
+                while !stop.load(Ordering::Relaxed) {
+                    i += 1;
+                    let b = base
+                        .read()
+                        .map(|b| b[(client + i) as usize % b.len()].clone())
+                        .unwrap_or_default();
+                    let answer = if client % 4 == 0 {
+                        let body = json!({"from": "+447700900777", "to": number, "body": format!("in {client}.{i}")});
+                        load::once_key(&b, "POST", "/sandbox/sms", &key, Some(&body.to_string()))
+                            .await
+                    } else {
+                        let to = format!("%2B33612{:06}", (client * 100_000 + i) % 1_000_000);
+                        load::once_key(
+                            &b,
+                            "POST",
+                            &format!("/v2.0/sms?to={to}"),
+                            &key,
+                            Some(r#"{"body":"crash test"}"#),
+                        )
+                        .await
+                    };
+                    match answer {
+                        Ok((status, v)) if (200..300).contains(&status) => {
+                            if let (Some(sid), Ok(mut a)) = (v["sid"].as_str(), accepted.lock()) {
+                                a.push(sid.to_owned());
+                            }
+                        }
+                        _ => tokio::time::sleep(Duration::from_millis(10)).await,
+                    }
+                }
+            });
+        }
+    }
+
+    /// Spawns a number buyer per key in `buyers`, each making up to 200 attempts until
+    /// stopped: reserve a number through one node, buy it through the next (or cancel the
+    /// reservation through a third); each number bought is recorded with its buyer.
+    fn spawn_buyers(&self, clients: &mut JoinSet<()>, buyers: &[String]) {
+        for (buyer, key) in buyers.iter().enumerate() {
+            let (base, bought, stop, key) = (
+                self.bases.clone(),
+                self.bought.clone(),
+                self.stop.clone(),
+                key.clone(),
+            );
+            clients.spawn(async move {
+                let mut i = 0usize;
+                while !stop.load(Ordering::Relaxed) && i < 200 {
+                    i += 1;
+                    let node = |k: usize| {
+                        base.read()
+                            .map(|b| b[(buyer + k) % b.len()].clone())
+                            .unwrap_or_default()
+                    };
+                    let Ok((200, r)) = load::once_key(
+                        &node(i),
                         "POST",
-                        &format!("/v2.0/sms?to={to}"),
+                        "/v2.0/numbers/store?country=GB&type=mobile&quantity=1",
                         &key,
-                        Some(r#"{"body":"crash test"}"#),
+                        None,
                     )
                     .await
-                };
-                match answer {
-                    Ok((status, v)) if (200..300).contains(&status) => {
-                        if let (Some(sid), Ok(mut a)) = (v["sid"].as_str(), accepted.lock()) {
-                            a.push(sid.to_owned());
+                    else {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                        continue;
+                    };
+                    let token = r["token"].as_str().unwrap_or_default().to_owned();
+                    // Buy through another node than the one that reserved.
+                    let path = format!("/v2.0/numbers/store/{token}");
+                    match load::once_key(&node(i + 1), "POST", &path, &key, None).await {
+                        Ok((200, b)) => {
+                            if let (Some(n), Ok(mut all)) =
+                                (b["numbers"][0]["e164"].as_str(), bought.lock())
+                            {
+                                all.push((buyer, n.to_owned()));
+                            }
+                        }
+                        _ => {
+                            let _ = load::once_key(&node(i + 2), "DELETE", &path, &key, None).await;
                         }
                     }
-                    _ => tokio::time::sleep(Duration::from_millis(10)).await,
                 }
-            }
-        });
+            });
+        }
     }
 
-    for (buyer, key) in buyers.iter().enumerate() {
-        let (base, bought, stop, key) = (base.clone(), bought.clone(), stop.clone(), key.clone());
-        clients.spawn(async move {
-            let mut i = 0usize;
-            while !stop.load(Ordering::Relaxed) && i < 200 {
-                i += 1;
-                let node = |k: usize| {
-                    base.read()
-                        .map(|b| b[(buyer + k) % b.len()].clone())
-                        .unwrap_or_default()
-                };
-                let Ok((200, r)) = load::once_key(
-                    &node(i),
-                    "POST",
-                    "/v2.0/numbers/store?country=GB&type=mobile&quantity=1",
-                    &key,
-                    None,
-                )
-                .await
-                else {
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                    continue;
-                };
-                let token = r["token"].as_str().unwrap_or_default().to_owned();
-                // Buy through another node than the one that reserved.
-                let path = format!("/v2.0/numbers/store/{token}");
-                match load::once_key(&node(i + 1), "POST", &path, &key, None).await {
-                    Ok((200, b)) => {
-                        if let (Some(n), Ok(mut all)) =
-                            (b["numbers"][0]["e164"].as_str(), bought.lock())
-                        {
-                            all.push((buyer, n.to_owned()));
-                        }
-                    }
-                    _ => {
-                        let _ = load::once_key(&node(i + 2), "DELETE", &path, &key, None).await;
-                    }
-                }
-            }
-        });
-    }
-
-    // One client starts an export task every 1.5 s, round-robin over the nodes (an account
-    // may start 5 a day: they run through the first kills).
-    let exports = Arc::new(Mutex::new(Vec::<String>::new()));
-    {
-        let (base, exports, stop, key) = (base.clone(), exports.clone(), stop.clone(), key.clone());
+    /// Spawns the client that starts an export task every 1.5 s, round-robin over the nodes
+    /// (an account may start 5 a day: they run through the first kills), until stopped; each
+    /// task id accepted is recorded.
+    fn spawn_exporter(&self, clients: &mut JoinSet<()>, key: &str) {
+        let (base, exports, stop, key) = (
+            self.bases.clone(),
+            self.exports.clone(),
+            self.stop.clone(),
+            key.to_owned(),
+        );
         clients.spawn(async move {
             let mut i = 0usize;
             while !stop.load(Ordering::Relaxed) {
@@ -187,8 +293,18 @@ pub async fn run(
             }
         });
     }
+}
 
-    let started = Instant::now();
+/// Kills a node with SIGKILL `kills` times at random moments (150 to 800 ms apart), one node
+/// at a time in turn, restarting it on the same database and updating its base in `bases`.
+async fn kill_loop(
+    binary: &std::path::Path,
+    srv: &mut server::Server,
+    cluster: &mut [server::Server],
+    bases: &RwLock<Vec<String>>,
+    kills: usize,
+    nodes: usize,
+) -> anyhow::Result<()> {
     let mut rng = 0x9E37_79B9u32;
     for k in 0..kills {
         rng ^= rng << 13;
@@ -197,24 +313,24 @@ pub async fn run(
         tokio::time::sleep(Duration::from_millis(150 + u64::from(rng % 650))).await;
         let victim = k % nodes.max(1);
         let node = if victim == 0 {
-            &mut srv
+            &mut *srv
         } else {
             &mut cluster[victim - 1]
         };
         node.kill9()?;
         node.restart(binary).await?;
-        if let Ok(mut b) = base.write() {
+        if let Ok(mut b) = bases.write() {
             b[victim].clone_from(&node.base);
         }
         println!("  kill {} of {kills} (node {victim}): restarted", k + 1);
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    stop.store(true, Ordering::Relaxed);
-    while clients.join_next().await.is_some() {}
-    let loaded = started.elapsed();
+    Ok(())
+}
 
-    // Drain: every SMS at rest and every delivery done (leases of killed nodes run out).
-    let store = seed::open(&srv.database_url).await?;
+/// Waits until every SMS is at rest, every delivery done and every task finished (leases of
+/// killed nodes run out), then a little more for the receiver's last answers. Returns how
+/// long it took; Err after 180 s.
+async fn drain(store: &dialtone_store::Store) -> anyhow::Result<Duration> {
     let t0 = Instant::now();
     loop {
         let busy = store
@@ -251,13 +367,23 @@ pub async fn run(
     }
     // The receiver may still be answering the last tries.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let drained = t0.elapsed();
-    srv.stop().await?;
-    for n in &mut cluster {
-        n.stop().await?;
-    }
+    Ok(t0.elapsed())
+}
 
-    let accepted = accepted.lock().map(|a| a.clone()).unwrap_or_default();
+/// The SMS stored once drained.
+struct StoredSms {
+    /// Each SMS's SID by its row id.
+    by_id: HashMap<i64, String>,
+    /// Each SMS's status and direction by its SID.
+    stored: HashMap<String, (String, String)>,
+    /// Every status move: the SMS's row id, the old status and the new one.
+    history_rows: Vec<(i64, String, String)>,
+}
+
+/// Reads every SMS stored (with its status history) and every SMS event committed.
+async fn read_stored(
+    store: &dialtone_store::Store,
+) -> anyhow::Result<(StoredSms, Vec<dialtone_store::Row>)> {
     let rows = store
         .read(|c| {
             let sms = c.query("SELECT id, sid, status, direction, history FROM sms", params![])?;
@@ -279,7 +405,114 @@ pub async fn run(
             history_rows.push((r.int(0)?, change.old_status, change.new_status));
         }
     }
+    let sms = StoredSms {
+        by_id,
+        stored,
+        history_rows,
+    };
+    Ok((sms, event_rows))
+}
+
+/// The figures of a test that passed its checks.
+struct Summary {
+    /// The SMS answered 2xx.
+    accepted: usize,
+    /// The SMS stored.
+    stored: usize,
+    /// The status moves checked.
+    moves: usize,
+    /// The SMS events committed.
+    committed: usize,
+    /// The events the receiver got at least once.
+    unique_events: usize,
+    /// The deliveries the receiver got.
+    deliveries: usize,
+    /// The (event, try) pairs delivered more than once.
+    repeated_tries: usize,
+    /// The numbers bought.
+    bought: usize,
+    /// The export tasks checked.
+    exports: usize,
+}
+
+impl Summary {
+    /// Prints the figures, with the test's `nodes`, `kills` and the durations of the load and
+    /// of the drain.
+    fn print(&self, nodes: usize, kills: usize, loaded: Duration, drained: Duration) {
+        println!(
+            "  {} numbers bought by 2 accounts racing through different nodes, none sold twice",
+            self.bought
+        );
+        println!(
+            "  {} export tasks started through the kills, all DONE, each listing the {EXPORTED_CALLS} calls exactly once",
+            self.exports
+        );
+        println!(
+            "crash test ({nodes} node(s)): {kills} kills survived in {:.1} s of load; {} SMS answered 2xx, {} stored (the rest: committed, answer lost in a kill), none lost",
+            loaded.as_secs_f64(),
+            self.accepted,
+            self.stored
+        );
+        println!(
+            "  {} status moves checked against the seed's table; {} events committed, all {} delivered at least once ({} deliveries, {} (event, try) pairs sent twice); drained in {:.1} s",
+            self.moves,
+            self.committed,
+            self.unique_events,
+            self.deliveries,
+            self.repeated_tries,
+            drained.as_secs_f64()
+        );
+    }
+}
+
+/// Checks the drained database and the receiver against what the clients recorded: no
+/// accepted SMS lost, every history valid, every event delivered and nothing else, no number
+/// sold twice, every export complete, no try sent twice. Returns the figures.
+async fn check(
+    store: &dialtone_store::Store,
+    shared: &Shared,
+    recv: &receiver::Receiver,
+) -> anyhow::Result<Summary> {
+    let accepted = shared
+        .accepted
+        .lock()
+        .map(|a| a.clone())
+        .unwrap_or_default();
+    let (sms, event_rows) = read_stored(store).await?;
     // 1. Every SMS answered 2xx exists.
+    check_lost(&accepted, &sms.stored)?;
+    // 2. Every history obeys the table and ends at the stored status.
+    check_history(&sms)?;
+    // 3. Every event of the stored SMS reached the receiver; 4. nothing else did.
+    let seen = recv.seen();
+    let seen_ids: HashSet<&str> = seen.iter().map(|(e, _)| e.as_str()).collect();
+    let committed = check_events(&event_rows, &sms.stored, &seen_ids)?;
+    // 5. No number sold twice, and each is the buyer's.
+    let bought = shared.bought.lock().map(|b| b.clone()).unwrap_or_default();
+    check_numbers(&bought)?;
+    // 6. Every export task accepted finished, listing every call exactly once: no slice
+    // was lost in a kill or written twice by two runners.
+    let exports = shared.exports.lock().map(|e| e.clone()).unwrap_or_default();
+    let checked = check_exports(store, &exports).await?;
+    let repeated_tries = check_tries(&seen)?;
+    Ok(Summary {
+        accepted: accepted.len(),
+        stored: sms.stored.len(),
+        moves: sms.history_rows.len(),
+        committed,
+        unique_events: seen_ids.len(),
+        deliveries: seen.len(),
+        repeated_tries,
+        bought: bought.len(),
+        exports: checked,
+    })
+}
+
+/// Err when an SMS answered 2xx (`accepted`) is not `stored`.
+fn check_lost(
+    accepted: &[String],
+    stored: &HashMap<String, (String, String)>,
+) -> anyhow::Result<()> {
     let lost: Vec<&String> = accepted
         .iter()
         .filter(|s| !stored.contains_key(*s))
@@ -290,9 +523,19 @@ pub async fn run(
         lost.len(),
         &lost[..lost.len().min(5)]
     );
-    // 2. Every history obeys the table and ends at the stored status.
+    Ok(())
+}
+
+/// Err when a status move breaks the table, a history skips a status, or a history does not
+/// end at the stored status.
+fn check_history(sms: &StoredSms) -> anyhow::Result<()> {
+    let StoredSms {
+        by_id,
+        stored,
+        history_rows,
+    } = sms;
     let mut last: HashMap<i64, String> = HashMap::new();
-    for (id, old, new) in &history_rows {
+    for (id, old, new) in history_rows {
         let (id, old, new) = (*id, old.clone(), new.clone());
         let (o, n) = (SmsStatus::parse(&old), SmsStatus::parse(&new));
         anyhow::ensure!(
@@ -317,12 +560,20 @@ pub async fn run(
             "SMS {sid} history ends at {status}, stored {current}"
         );
     }
-    // 3. Every event of the stored SMS reached the receiver; 4. nothing else did.
-    let seen = recv.seen();
-    let seen_ids: HashSet<&str> = seen.iter().map(|(e, _)| e.as_str()).collect();
+    Ok(())
+}
+
+/// Err when a committed event is of an SMS not stored, never reached the receiver
+/// (`seen_ids`), or when the receiver got an event never committed. Returns how many events
+/// were committed.
+fn check_events(
+    event_rows: &[dialtone_store::Row],
+    stored: &HashMap<String, (String, String)>,
+    seen_ids: &HashSet<&str>,
+) -> anyhow::Result<usize> {
     let mut committed = HashSet::new();
     let mut missing = 0usize;
-    for r in &event_rows {
+    for r in event_rows {
         let (event_id, data) = (r.text(0)?, r.text(1)?);
         let v: Value = serde_json::from_str(&data)?;
         let sid = v["hash"].as_str().unwrap_or_default().to_ascii_lowercase();
@@ -344,49 +595,29 @@ pub async fn run(
         phantom == 0,
         "{phantom} deliveries were of events never committed"
     );
-    // 5. No number sold twice, and each is the buyer's.
-    let bought = bought.lock().map(|b| b.clone()).unwrap_or_default();
+    Ok(committed.len())
+}
+
+/// Err when a number was `bought` twice.
+fn check_numbers(bought: &[(usize, String)]) -> anyhow::Result<()> {
     let mut sold = HashSet::new();
-    for (_, n) in &bought {
+    for (_, n) in bought {
         anyhow::ensure!(sold.insert(n.clone()), "{n} was sold twice");
     }
-    // 6. Every export task accepted finished, listing every call exactly once: no slice
-    // was lost in a kill or written twice by two runners.
-    let exports = exports.lock().map(|e| e.clone()).unwrap_or_default();
-    let checked = check_exports(&store, &exports).await?;
+    Ok(())
+}
+
+/// Err when an (event, try) pair of the receiver's deliveries (`seen`) came twice: a claim
+/// uses up its try number, so even a try lost in a kill is never sent again under the same
+/// number, by this node or another. Returns how many came twice (0).
+fn check_tries(seen: &[(String, i64)]) -> anyhow::Result<usize> {
     let mut tries = HashSet::new();
     let repeated_tries = seen.iter().filter(|t| !tries.insert((*t).clone())).count();
-    // A claim uses up its try number, so even a try lost in a kill is never sent again
-    // under the same number, by this node or another.
     anyhow::ensure!(
         repeated_tries == 0,
         "{repeated_tries} (event, try) pairs were delivered twice"
     );
-    let unique_events = seen_ids.len();
-
-    println!(
-        "  {} numbers bought by 2 accounts racing through different nodes, none sold twice",
-        bought.len()
-    );
-    println!(
-        "  {checked} export tasks started through the kills, all DONE, each listing the {EXPORTED_CALLS} calls exactly once"
-    );
-    println!(
-        "crash test ({nodes} node(s)): {kills} kills survived in {:.1} s of load; {} SMS answered 2xx, {} stored (the rest: committed, answer lost in a kill), none lost",
-        loaded.as_secs_f64(),
-        accepted.len(),
-        stored.len()
-    );
-    println!(
-        "  {} status moves checked against the seed's table; {} events committed, all {} delivered at least once ({} deliveries, {} (event, try) pairs sent twice); drained in {:.1} s",
-        history_rows.len(),
-        committed.len(),
-        unique_events,
-        seen.len(),
-        repeated_tries,
-        drained.as_secs_f64()
-    );
-    Ok(())
+    Ok(repeated_tries)
 }
 
 /// Reads each task's CSV back from its stored chunks: DONE, a header, and every seeded call

@@ -12,7 +12,7 @@ use tokio::net::TcpStream;
 
 /// A request to repeat.
 #[derive(Clone)]
-pub struct Req {
+pub(crate) struct Req {
     method: &'static str,
     path: String,
     body: Option<&'static str>,
@@ -20,7 +20,7 @@ pub struct Req {
 
 impl Req {
     /// A GET.
-    pub fn get(path: &'static str) -> Self {
+    pub(crate) fn get(path: &'static str) -> Self {
         Self {
             method: "GET",
             path: path.to_owned(),
@@ -29,7 +29,7 @@ impl Req {
     }
 
     /// A GET of a computed path.
-    pub fn get_owned(path: String) -> Self {
+    pub(crate) fn get_owned(path: String) -> Self {
         Self {
             method: "GET",
             path,
@@ -38,7 +38,7 @@ impl Req {
     }
 
     /// A POST of a computed path with a JSON body.
-    pub fn post_owned(path: String, body: &'static str) -> Self {
+    pub(crate) fn post_owned(path: String, body: &'static str) -> Self {
         Self {
             method: "POST",
             path,
@@ -47,7 +47,7 @@ impl Req {
     }
 
     /// A POST with a JSON body.
-    pub fn post(path: &'static str, body: &'static str) -> Self {
+    pub(crate) fn post(path: &'static str, body: &'static str) -> Self {
         Self {
             method: "POST",
             path: path.to_owned(),
@@ -57,7 +57,7 @@ impl Req {
 }
 
 /// What a run measured.
-pub struct Report {
+pub(crate) struct Report {
     latencies_us: Vec<u32>,
     elapsed: Duration,
     /// Answers outside 200..299.
@@ -66,7 +66,7 @@ pub struct Report {
 
 impl Report {
     /// Requests per second (2xx and others).
-    pub fn rate(&self) -> f64 {
+    pub(crate) fn rate(&self) -> f64 {
         self.latencies_us.len() as f64 / self.elapsed.as_secs_f64()
     }
 
@@ -79,12 +79,12 @@ impl Report {
     }
 
     /// Requests answered.
-    pub fn count(&self) -> u64 {
+    pub(crate) fn count(&self) -> u64 {
         self.latencies_us.len() as u64
     }
 
     /// One line: rate and latency percentiles.
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         format!(
             "{:.0} req/s, p50 {:.2} ms, p99 {:.2} ms, p99.9 {:.2} ms ({} requests in {:.1} s)",
             self.rate(),
@@ -118,7 +118,7 @@ fn request(
 }
 
 /// Runs `make()` requests on `connections` connections for `duration`.
-pub async fn run(
+pub(crate) async fn run(
     base: &str,
     key: &str,
     connections: usize,
@@ -169,7 +169,7 @@ pub async fn run(
 }
 
 /// One request with an `authorization` header; returns status and JSON body.
-pub async fn once(
+pub(crate) async fn once(
     base: &str,
     method: &str,
     path: &str,
@@ -187,7 +187,7 @@ pub async fn once(
 }
 
 /// One request with an API key.
-pub async fn once_key(
+pub(crate) async fn once_key(
     base: &str,
     method: &str,
     path: &str,
@@ -218,9 +218,83 @@ async fn send_one(
     ))
 }
 
+/// One request with an API key (empty: none) and a body of `content_type`; returns the
+/// status and the body's bytes (WAV, metrics text).
+pub(crate) async fn raw(
+    base: &str,
+    method: &str,
+    path: &str,
+    key: &str,
+    body: Option<(&str, Vec<u8>)>,
+) -> anyhow::Result<(u16, Vec<u8>)> {
+    let stream = TcpStream::connect(host(base)).await?;
+    let (mut sender, conn) = http1::handshake(TokioIo::new(stream)).await?;
+    tokio::spawn(conn);
+    let (content_type, bytes) = body.unwrap_or(("application/json", Vec::new()));
+    let mut request = hyper::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", host(base))
+        .header("content-type", content_type);
+    if !key.is_empty() {
+        request = request.header("x-api-key", key);
+    }
+    let resp = sender
+        .send_request(request.body(Full::new(Bytes::from(bytes)))?)
+        .await?;
+    let status = resp.status().as_u16();
+    Ok((
+        status,
+        resp.into_body().collect().await?.to_bytes().to_vec(),
+    ))
+}
+
+/// Uploads `bytes` as a WAV file named `name` (multipart `name` and `file` parts) with an
+/// API key; returns status and JSON body.
+pub(crate) async fn upload(
+    base: &str,
+    key: &str,
+    path: &str,
+    name: &str,
+    bytes: &[u8],
+) -> anyhow::Result<(u16, Value)> {
+    const BOUNDARY: &str = "dialtone-bench-boundary";
+    let mut body = Vec::with_capacity(bytes.len() + 512);
+    body.extend_from_slice(
+        format!("--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\n{name}\r\n")
+            .as_bytes(),
+    );
+    body.extend_from_slice(
+        format!("--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}.wav\"\r\nContent-Type: audio/wav\r\n\r\n")
+            .as_bytes(),
+    );
+    body.extend_from_slice(bytes);
+    body.extend_from_slice(format!("\r\n--{BOUNDARY}--\r\n").as_bytes());
+    let stream = TcpStream::connect(host(base)).await?;
+    let (mut sender, conn) = http1::handshake(TokioIo::new(stream)).await?;
+    tokio::spawn(conn);
+    let request = hyper::Request::builder()
+        .method("POST")
+        .uri(path)
+        .header("host", host(base))
+        .header("x-api-key", key)
+        .header(
+            "content-type",
+            format!("multipart/form-data; boundary={BOUNDARY}"),
+        )
+        .body(Full::new(Bytes::from(body)))?;
+    let resp = sender.send_request(request).await?;
+    let status = resp.status().as_u16();
+    let bytes = resp.into_body().collect().await?.to_bytes();
+    Ok((
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    ))
+}
+
 /// Streams a GET of `path` without credentials (a signed URL), counting bytes and newlines
 /// as they arrive; returns (status, bytes, lines).
-pub async fn stream_get(base: &str, path: &str) -> anyhow::Result<(u16, u64, u64)> {
+pub(crate) async fn stream_get(base: &str, path: &str) -> anyhow::Result<(u16, u64, u64)> {
     let stream = TcpStream::connect(host(base)).await?;
     let (mut sender, conn) = http1::handshake(TokioIo::new(stream)).await?;
     tokio::spawn(conn);

@@ -10,6 +10,8 @@ mod receiver;
 mod seed;
 mod server;
 mod soak;
+mod speech;
+mod voice;
 
 use std::time::{Duration, Instant};
 
@@ -45,8 +47,9 @@ struct Args {
     #[arg(long, default_value_t = 1_000_000)]
     exported_calls: u64,
     /// Only these benchmarks (comma separated: start,ping,sms,runs,calls,search,webhooks,export),
-    /// or `crash` (never run by default): the kill -9 test, or `soak`: the database's size
-    /// under a constant load with a short retention.
+    /// or one of those never run by default: `voice` (SIP calls held with RTP), `speech`
+    /// (synthesis, transcription, the first audio of `say`), `crash` (the kill -9 test),
+    /// `soak` (the database's size under a constant load with a short retention).
     #[arg(long)]
     only: Option<String>,
     /// Minutes of the soak (`--only soak`).
@@ -55,6 +58,15 @@ struct Args {
     /// Retention of the soak's records.
     #[arg(long, default_value = "60s")]
     soak_retain: String,
+    /// Levels of concurrent SIP calls of the voice benchmark (comma separated).
+    #[arg(long, default_value = "50,100,200,400,600,800,1000,1200,1600,2000")]
+    voice_levels: String,
+    /// Seconds each SIP call of the voice benchmark is held.
+    #[arg(long, default_value_t = 30)]
+    voice_hold: u64,
+    /// Calls a second SIPp places in the voice benchmark.
+    #[arg(long, default_value_t = 200)]
+    voice_cps: usize,
     /// Kills of the crash test.
     #[arg(long, default_value_t = 20)]
     kills: usize,
@@ -183,6 +195,17 @@ async fn main() -> anyhow::Result<()> {
     if asked(&args, "soak") {
         return soak::run(&binary, args.soak_minutes, &args.soak_retain).await;
     }
+    if asked(&args, "voice") {
+        let levels: Vec<usize> = args
+            .voice_levels
+            .split(',')
+            .filter_map(|l| l.trim().parse().ok())
+            .collect();
+        return voice::run(&binary, &levels, args.voice_hold, args.voice_cps).await;
+    }
+    if asked(&args, "speech") {
+        return speech::run(&binary).await;
+    }
     if asked(&args, "crash") {
         return crash::run(
             &binary,
@@ -214,151 +237,16 @@ async fn main() -> anyhow::Result<()> {
     };
 
     if wanted(&args, "sms") {
-        // Each round after the first measures ping again, once the last round's SMS are all
-        // delivered: the ratio compares two loads a few seconds apart, not minutes.
-        let (mut ratios, mut delivered) = (Vec::new(), 0);
-        for round in 1..=args.rounds.max(1) {
-            let reference = match (&ping, round) {
-                (Some(p), 1) => p.rate(),
-                _ => measure_ping(&srv, &key, &args).await?.rate(),
-            };
-            let (ratio, total) = sms_round(&srv, &key, &args, reference, delivered).await?;
-            ratios.push(ratio);
-            delivered = total;
-        }
-        if ratios.len() > 1 {
-            ratios.sort_by(f64::total_cmp);
-            let n = ratios.len();
-            let median = (ratios[(n - 1) / 2] + ratios[n / 2]) / 2.0;
-            println!(
-                "POST /v2.0/sms over {n} rounds: median {median:.1}% of the ping rate (from {:.1}% to {:.1}%)",
-                ratios[0],
-                ratios[n - 1]
-            );
-        }
+        sms_rounds(&srv, &key, &args, ping.as_ref()).await?;
     }
-
     if wanted(&args, "runs") {
-        let created = srv
-            .post(
-                &key,
-                "/v2.0/actions",
-                &json!({"name": "bench", "script": RUNS_SCRIPT}),
-            )
-            .await?;
-        let sid = created["sid"]
-            .as_str()
-            .ok_or_else(|| anyhow::anyhow!("scenario not created: {created}"))?
-            .to_owned();
-        let path = format!("/v2.0/actions/{sid}/runs");
-        let t0 = Instant::now();
-        let r = load_with_args(&srv, &key, &args, move || {
-            load::Req::post_owned(path.clone(), r#"{"variables":{"$n":3}}"#)
-        })
-        .await?;
-        println!("POST /v2.0/actions/{{sid}}/runs accepted: {}", r.summary());
-        // Every accepted run must finish: count them done, from the first request.
-        let done = srv
-            .wait_finished(&seed::RUNS_ENDED, Duration::from_secs(120))
-            .await?;
-        let took = t0.elapsed().as_secs_f64();
-        println!(
-            "  10-step runs completed: {done} in {took:.2} s = {:.0} runs/s end to end",
-            done as f64 / took
-        );
-        if let Some(p) = &ping {
-            println!(
-                "  = {:.1}% of the ping rate in the same run",
-                100.0 * r.rate() / p.rate()
-            );
-        }
+        runs(&srv, &key, &args, ping.as_ref()).await?;
     }
-
     if wanted(&args, "webhooks") {
-        let recv = receiver::Receiver::start("bench-secret").await?;
-        srv.post(
-            &key,
-            "/v2.0/webhooks?type=billing.credit",
-            &json!({"endpoint": recv.url, "options": {"hmac_secret": "bench-secret"}}),
-        )
-        .await?;
-        let account = srv.account_sid()?;
-        // Committed while the server is down, so the figure is the delivery rate alone, not
-        // the pace of a slower seeding that the workers would follow.
-        srv.stop().await?;
-        let started = Instant::now();
-        seed::events(&srv.database_url, &account, args.deliveries).await?;
-        let seeded = started.elapsed();
-        let t0 = Instant::now();
-        srv.restart(&binary).await?;
-        recv.wait_for(args.deliveries, Duration::from_secs(300))
-            .await?;
-        let took = t0.elapsed();
-        println!(
-            "webhook deliveries (signed, verified by the receiver): {:.0}/s ({} in {:.2} s from the server's start; events committed beforehand in {:.2} s; {} bad signatures)",
-            args.deliveries as f64 / took.as_secs_f64(),
-            args.deliveries,
-            took.as_secs_f64(),
-            seeded.as_secs_f64(),
-            recv.bad_signatures()
-        );
-        // The delay of an event alone: a top-up's `billing.credit`, one after the other.
-        let mut alone = Vec::new();
-        for _ in 0..20 {
-            let before = recv.received();
-            srv.top_up("1.00").await?;
-            recv.wait_for(before + 1, Duration::from_secs(30)).await?;
-            alone.push(recv.last_delay());
-        }
-        alone.sort_by(f64::total_cmp);
-        println!(
-            "  one event alone, cause to receiver: p50 {:.0} ms, max {:.0} ms (20 top-ups in turn)",
-            alone[alone.len() / 2],
-            alone[alone.len() - 1]
-        );
+        webhooks(&mut srv, &binary, &key, &args).await?;
     }
-
     if wanted(&args, "search") {
-        srv.stop().await?;
-        let account = srv.account_sid()?;
-        let started = Instant::now();
-        seed::sms(&srv.database_url, &account, args.stored_sms).await?;
-        println!(
-            "seeded {} SMS in {:.1} s",
-            args.stored_sms,
-            started.elapsed().as_secs_f64()
-        );
-        srv.restart(&binary).await?;
-        let day = "createdAfter=2025-06-01T00:00:00Z&createdBefore=2025-06-02T00:00:00Z";
-        let r = load::run(
-            &srv.base,
-            &key,
-            8,
-            Duration::from_secs(args.seconds),
-            move || {
-                let n = rand_u32() % 1000;
-                load::Req::get_owned(format!(
-                    "/v2.0/sms?direction=outbound&{day}&to=%2B33612000{n:03}&limit=10"
-                ))
-            },
-        )
-        .await?;
-        println!(
-            "GET /v2.0/sms over {} SMS (a day, filtered by to): {}",
-            args.stored_sms,
-            r.summary()
-        );
-        let check = srv
-            .get(
-                &key,
-                &format!("/v2.0/sms?direction=outbound&{day}&to=%2B33612000123"),
-            )
-            .await?;
-        println!(
-            "  (one answer: total {} hits {})",
-            check["total"],
-            check["hits"].as_array().map_or(0, Vec::len)
-        );
+        search(&mut srv, &binary, &key, &args).await?;
     }
     if wanted(&args, "calls") {
         held_calls(&srv, &key, args.held_calls).await?;
@@ -370,27 +258,193 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `args.rounds` rounds of `POST /v2.0/sms`, each against its own ping reference (`ping` for
+/// the first, when measured), then the median ratio when there were several rounds.
+async fn sms_rounds(
+    srv: &server::Server,
+    key: &str,
+    args: &Args,
+    ping: Option<&load::Report>,
+) -> anyhow::Result<()> {
+    // Each round after the first measures ping again, once the last round's SMS are all
+    // delivered: the ratio compares two loads a few seconds apart, not minutes.
+    let (mut ratios, mut delivered) = (Vec::new(), 0);
+    for round in 1..=args.rounds.max(1) {
+        let reference = match (ping, round) {
+            (Some(p), 1) => p.rate(),
+            _ => measure_ping(srv, key, args).await?.rate(),
+        };
+        let (ratio, total) = sms_round(srv, key, args, reference, delivered).await?;
+        ratios.push(ratio);
+        delivered = total;
+    }
+    if ratios.len() > 1 {
+        ratios.sort_by(f64::total_cmp);
+        let n = ratios.len();
+        let median = (ratios[(n - 1) / 2] + ratios[n / 2]) / 2.0;
+        println!(
+            "POST /v2.0/sms over {n} rounds: median {median:.1}% of the ping rate (from {:.1}% to {:.1}%)",
+            ratios[0],
+            ratios[n - 1]
+        );
+    }
+    Ok(())
+}
+
+/// `POST /v2.0/actions/{sid}/runs` of a 10-step scenario: the accepted rate, then the wait
+/// until every accepted run finished, and the rate's percentage of `ping`'s when measured.
+async fn runs(
+    srv: &server::Server,
+    key: &str,
+    args: &Args,
+    ping: Option<&load::Report>,
+) -> anyhow::Result<()> {
+    let created = srv
+        .post(
+            key,
+            "/v2.0/actions",
+            &json!({"name": "bench", "script": RUNS_SCRIPT}),
+        )
+        .await?;
+    let sid = created["sid"]
+        .as_str()
+        .ok_or_else(|| anyhow::anyhow!("scenario not created: {created}"))?
+        .to_owned();
+    let path = format!("/v2.0/actions/{sid}/runs");
+    let t0 = Instant::now();
+    let r = load_with_args(srv, key, args, move || {
+        load::Req::post_owned(path.clone(), r#"{"variables":{"$n":3}}"#)
+    })
+    .await?;
+    println!("POST /v2.0/actions/{{sid}}/runs accepted: {}", r.summary());
+    // Every accepted run must finish: count them done, from the first request.
+    let done = srv
+        .wait_finished(&seed::RUNS_ENDED, Duration::from_secs(120))
+        .await?;
+    let took = t0.elapsed().as_secs_f64();
+    println!(
+        "  10-step runs completed: {done} in {took:.2} s = {:.0} runs/s end to end",
+        done as f64 / took
+    );
+    if let Some(p) = ping {
+        println!(
+            "  = {:.1}% of the ping rate in the same run",
+            100.0 * r.rate() / p.rate()
+        );
+    }
+    Ok(())
+}
+
+/// Signed webhook deliveries: the rate of `args.deliveries` events committed while the
+/// server was down, then the delay of an event alone (20 top-ups in turn).
+async fn webhooks(
+    srv: &mut server::Server,
+    binary: &std::path::Path,
+    key: &str,
+    args: &Args,
+) -> anyhow::Result<()> {
+    let recv = receiver::Receiver::start("bench-secret").await?;
+    srv.post(
+        key,
+        "/v2.0/webhooks?type=billing.credit",
+        &json!({"endpoint": recv.url, "options": {"hmac_secret": "bench-secret"}}),
+    )
+    .await?;
+    let account = srv.account_sid()?;
+    // Committed while the server is down, so the figure is the delivery rate alone, not
+    // the pace of a slower seeding that the workers would follow.
+    srv.stop().await?;
+    let started = Instant::now();
+    seed::events(&srv.database_url, &account, args.deliveries).await?;
+    let seeded = started.elapsed();
+    let t0 = Instant::now();
+    srv.restart(binary).await?;
+    recv.wait_for(args.deliveries, Duration::from_secs(300))
+        .await?;
+    let took = t0.elapsed();
+    println!(
+        "webhook deliveries (signed, verified by the receiver): {:.0}/s ({} in {:.2} s from the server's start; events committed beforehand in {:.2} s; {} bad signatures)",
+        args.deliveries as f64 / took.as_secs_f64(),
+        args.deliveries,
+        took.as_secs_f64(),
+        seeded.as_secs_f64(),
+        recv.bad_signatures()
+    );
+    // The delay of an event alone: a top-up's `billing.credit`, one after the other.
+    let mut alone = Vec::new();
+    for _ in 0..20 {
+        let before = recv.received();
+        srv.top_up("1.00").await?;
+        recv.wait_for(before + 1, Duration::from_secs(30)).await?;
+        alone.push(recv.last_delay());
+    }
+    alone.sort_by(f64::total_cmp);
+    println!(
+        "  one event alone, cause to receiver: p50 {:.0} ms, max {:.0} ms (20 top-ups in turn)",
+        alone[alone.len() / 2],
+        alone[alone.len() - 1]
+    );
+    Ok(())
+}
+
+/// `GET /v2.0/sms` over `args.stored_sms` seeded SMS (a day, filtered by recipient), 8
+/// connections for `args.seconds`, then one answer's counts.
+async fn search(
+    srv: &mut server::Server,
+    binary: &std::path::Path,
+    key: &str,
+    args: &Args,
+) -> anyhow::Result<()> {
+    srv.stop().await?;
+    let account = srv.account_sid()?;
+    let started = Instant::now();
+    seed::sms(&srv.database_url, &account, args.stored_sms).await?;
+    println!(
+        "seeded {} SMS in {:.1} s",
+        args.stored_sms,
+        started.elapsed().as_secs_f64()
+    );
+    srv.restart(binary).await?;
+    let day = "createdAfter=2025-06-01T00:00:00Z&createdBefore=2025-06-02T00:00:00Z";
+    let r = load::run(
+        &srv.base,
+        key,
+        8,
+        Duration::from_secs(args.seconds),
+        move || {
+            let n = rand_u32() % 1000;
+            load::Req::get_owned(format!(
+                "/v2.0/sms?direction=outbound&{day}&to=%2B33612000{n:03}&limit=10"
+            ))
+        },
+    )
+    .await?;
+    println!(
+        "GET /v2.0/sms over {} SMS (a day, filtered by to): {}",
+        args.stored_sms,
+        r.summary()
+    );
+    let check = srv
+        .get(
+            key,
+            &format!("/v2.0/sms?direction=outbound&{day}&to=%2B33612000123"),
+        )
+        .await?;
+    println!(
+        "  (one answer: total {} hits {})",
+        check["total"],
+        check["hits"].as_array().map_or(0, Vec::len)
+    );
+    Ok(())
+}
+
 /// Waits in a gather for a minute: a call held by its scenario.
 const HOLD_SCRIPT: &str = "branches:\n  inbound-call:\n    actions:\n      - action: say@v2\n        params: {what: Please hold}\n      - action: gather@v2\n        params: {maxDigits: 1, timeout: 60}\n";
 
 /// `n` simulated inbound calls placed 64 at a time and held by their scenario: how fast they
 /// are set up, and the server's resident memory per held call.
 async fn held_calls(srv: &server::Server, key: &str, n: usize) -> anyhow::Result<()> {
-    let reservation = srv
-        .post(
-            key,
-            "/v2.0/numbers/store?country=GB&type=mobile&quantity=1",
-            &json!({}),
-        )
-        .await?;
-    let token = reservation["token"].as_str().unwrap_or_default();
-    let bought = srv
-        .post(key, &format!("/v2.0/numbers/store/{token}"), &json!({}))
-        .await?;
-    let number = bought["numbers"][0]["e164"]
-        .as_str()
-        .ok_or_else(|| anyhow::anyhow!("no number: {bought}"))?
-        .to_owned();
+    let number = srv.buy_number(key).await?;
     let scenario = srv
         .post(
             key,
@@ -409,6 +463,7 @@ async fn held_calls(srv: &server::Server, key: &str, n: usize) -> anyhow::Result
     .await?;
     anyhow::ensure!(status == 204, "attach: {status}");
     let rss_before = srv.rss_kb()?;
+    let cpu0 = srv.cpu_ms()?;
     let t0 = Instant::now();
     let limit = std::sync::Arc::new(tokio::sync::Semaphore::new(64));
     let mut placed = tokio::task::JoinSet::new();
@@ -432,8 +487,9 @@ async fn held_calls(srv: &server::Server, key: &str, n: usize) -> anyhow::Result
     let took = t0.elapsed().as_secs_f64();
     let rss_after = srv.rss_kb()?;
     println!(
-        "simulated inbound calls: {n} placed in {took:.2} s = {:.0} calls/s; {held} held in a gather at once",
-        n as f64 / took
+        "simulated inbound calls: {n} placed in {took:.2} s = {:.0} calls/s; {held} held in a gather at once; server CPU {:.0} us per call set up",
+        n as f64 / took,
+        cpu_per(srv, cpu0, n as u64)?
     );
     println!(
         "  server RSS {:.1} MB before, {:.1} MB with them held = {:.1} KB per held call",

@@ -25,7 +25,7 @@ struct Counts {
 }
 
 /// A running receiver.
-pub struct Receiver {
+pub(crate) struct Receiver {
     /// Where to subscribe.
     pub url: String,
     counts: Arc<Counts>,
@@ -37,7 +37,7 @@ fn now_ms() -> i64 {
 
 impl Receiver {
     /// Starts on a free loopback port, checking signatures made with `secret`.
-    pub async fn start(secret: &'static str) -> anyhow::Result<Self> {
+    pub(crate) async fn start(secret: &'static str) -> anyhow::Result<Self> {
         let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
         let url = format!("http://{}/hook", listener.local_addr()?);
         let counts = Arc::new(Counts {
@@ -99,7 +99,7 @@ impl Receiver {
     }
 
     /// Waits until `n` deliveries arrived.
-    pub async fn wait_for(&self, n: u64, limit: Duration) -> anyhow::Result<()> {
+    pub(crate) async fn wait_for(&self, n: u64, limit: Duration) -> anyhow::Result<()> {
         let started = std::time::Instant::now();
         while self.counts.got.load(Ordering::Relaxed) < n {
             anyhow::ensure!(
@@ -113,7 +113,7 @@ impl Receiver {
     }
 
     /// (event_id, try) of every delivery received so far.
-    pub fn seen(&self) -> Vec<(String, i64)> {
+    pub(crate) fn seen(&self) -> Vec<(String, i64)> {
         self.counts
             .seen
             .lock()
@@ -122,17 +122,17 @@ impl Receiver {
     }
 
     /// Deliveries whose signature did not verify.
-    pub fn bad_signatures(&self) -> u64 {
+    pub(crate) fn bad_signatures(&self) -> u64 {
         self.counts.bad.load(Ordering::Relaxed)
     }
 
     /// Deliveries received so far.
-    pub fn received(&self) -> u64 {
+    pub(crate) fn received(&self) -> u64 {
         self.counts.got.load(Ordering::Relaxed)
     }
 
     /// The delay from event to arrival of the last delivery received, in ms.
-    pub fn last_delay(&self) -> f64 {
+    pub(crate) fn last_delay(&self) -> f64 {
         self.counts
             .delays_ms
             .lock()

@@ -4,13 +4,13 @@
 use dialtone_domain::{Sid, Timestamp};
 use dialtone_store::{DatabaseUrl, Store, StoreOptions, accounts, events, params};
 
-pub async fn open(url: &str) -> anyhow::Result<Store> {
+pub(crate) async fn open(url: &str) -> anyhow::Result<Store> {
     let url = DatabaseUrl::parse(url).map_err(|e| anyhow::anyhow!(e))?;
     Ok(Store::open(&url, &StoreOptions::default()).await?)
 }
 
 /// Makes a fresh schema in the PostgreSQL database and returns a URL using it.
-pub async fn fresh_schema(url: &str) -> anyhow::Result<String> {
+pub(crate) async fn fresh_schema(url: &str) -> anyhow::Result<String> {
     let name = format!("bench_{}", std::process::id());
     let store = open(url).await?;
     let n = name.clone();
@@ -32,7 +32,7 @@ async fn account_id(store: &Store, sid: &str) -> anyhow::Result<i64> {
 }
 
 /// Stores `n` delivered outbound SMS over 30 days from 2025-05-15, to 1000 recipients.
-pub async fn sms(url: &str, account_sid: &str, n: u64) -> anyhow::Result<()> {
+pub(crate) async fn sms(url: &str, account_sid: &str, n: u64) -> anyhow::Result<()> {
     let store = open(url).await?;
     let id = account_id(&store, account_sid).await?;
     let start = Timestamp::parse_rfc3339("2025-05-15T00:00:00Z")
@@ -65,7 +65,7 @@ pub async fn sms(url: &str, account_sid: &str, n: u64) -> anyhow::Result<()> {
 }
 
 /// Stores `n` ended inbound calls to one number over 30 days from 2025-05-15.
-pub async fn calls(url: &str, account_sid: &str, n: u64) -> anyhow::Result<()> {
+pub(crate) async fn calls(url: &str, account_sid: &str, n: u64) -> anyhow::Result<()> {
     let store = open(url).await?;
     let id = account_id(&store, account_sid).await?;
     let start = Timestamp::parse_rfc3339("2025-05-15T00:00:00Z")
@@ -95,7 +95,7 @@ pub async fn calls(url: &str, account_sid: &str, n: u64) -> anyhow::Result<()> {
 }
 
 /// Commits `n` `billing.credit` events (fanned out to the subscriptions) in batches.
-pub async fn events(url: &str, account_sid: &str, n: u64) -> anyhow::Result<()> {
+pub(crate) async fn events(url: &str, account_sid: &str, n: u64) -> anyhow::Result<()> {
     let store = open(url).await?;
     let id = account_id(&store, account_sid).await?;
     let mut done = 0u64;
@@ -121,7 +121,7 @@ pub async fn events(url: &str, account_sid: &str, n: u64) -> anyhow::Result<()> 
 
 /// Work whose end a benchmark waits for: a condition a row meets once its work is done,
 /// counted in a table.
-pub struct Finish {
+pub(crate) struct Finish {
     /// What is counted, for messages.
     pub what: &'static str,
     /// The table (with its filter).
@@ -131,21 +131,21 @@ pub struct Finish {
 }
 
 /// Every run has ended.
-pub const RUNS_ENDED: Finish = Finish {
+pub(crate) const RUNS_ENDED: Finish = Finish {
     what: "runs",
     from: "runs",
     done: "status <> 'running'",
 };
 
 /// Every outbound SMS went through its timetable (nothing left due).
-pub const SMS_SETTLED: Finish = Finish {
+pub(crate) const SMS_SETTLED: Finish = Finish {
     what: "SMS",
     from: "sms WHERE direction = 'outbound'",
     done: "next_at IS NULL",
 };
 
 /// The rows of `finish` in the database: (done, not yet).
-pub async fn progress(store: &Store, finish: &Finish) -> anyhow::Result<(i64, i64)> {
+pub(crate) async fn progress(store: &Store, finish: &Finish) -> anyhow::Result<(i64, i64)> {
     let sql = format!(
         "SELECT COALESCE(SUM(CASE WHEN {done} THEN 1 ELSE 0 END), 0), \
          COALESCE(SUM(CASE WHEN {done} THEN 0 ELSE 1 END), 0) FROM {from}",

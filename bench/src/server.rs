@@ -9,10 +9,11 @@ use serde_json::Value;
 
 use crate::load;
 
-const ADMIN: &str = "bench-admin-token-0123456789";
+/// The operator token of the servers it starts.
+pub(crate) const ADMIN: &str = "bench-admin-token-0123456789";
 
 /// Builds the release binary and returns its path.
-pub fn build_release() -> anyhow::Result<PathBuf> {
+pub(crate) fn build_release() -> anyhow::Result<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .unwrap_or(Path::new("."));
@@ -25,7 +26,7 @@ pub fn build_release() -> anyhow::Result<PathBuf> {
 }
 
 /// A running server.
-pub struct Server {
+pub(crate) struct Server {
     child: Option<Child>,
     dir: tempfile::TempDir,
     /// `http://127.0.0.1:PORT`.
@@ -56,6 +57,9 @@ fn spawn_with(
             "json",
             "--admin-token",
             ADMIN,
+            // The held-calls benchmark holds 2,000 calls, each with its run.
+            "--quota-running-runs",
+            "100000",
         ])
         .arg("--data-dir")
         .arg(dir)
@@ -96,12 +100,12 @@ async fn wait_ready(base: &str) -> anyhow::Result<()> {
 
 impl Server {
     /// Starts on a fresh database and waits until it is ready.
-    pub async fn start(binary: &Path, pg: Option<&str>) -> anyhow::Result<Self> {
+    pub(crate) async fn start(binary: &Path, pg: Option<&str>) -> anyhow::Result<Self> {
         Self::start_with(binary, pg, &[]).await
     }
 
     /// Like [`Server::start`], with more flags for the server.
-    pub async fn start_with(
+    pub(crate) async fn start_with(
         binary: &Path,
         pg: Option<&str>,
         extra: &[&str],
@@ -126,7 +130,7 @@ impl Server {
     }
 
     /// Another node on `database_url` (PostgreSQL), sharing it with running ones.
-    pub async fn join(binary: &Path, database_url: &str) -> anyhow::Result<Self> {
+    pub(crate) async fn join(binary: &Path, database_url: &str) -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
         let started = Instant::now();
         let (child, base) = spawn(binary, dir.path(), database_url)?;
@@ -142,7 +146,7 @@ impl Server {
     }
 
     /// Bytes the SQLite database takes on disk (its file and its WAL).
-    pub fn sqlite_bytes(&self) -> u64 {
+    pub(crate) fn sqlite_bytes(&self) -> u64 {
         ["dialtone.db", "dialtone.db-wal"]
             .iter()
             .filter_map(|f| std::fs::metadata(self.dir.path().join(f)).ok())
@@ -151,7 +155,7 @@ impl Server {
     }
 
     /// Starts again on the same database.
-    pub async fn restart(&mut self, binary: &Path) -> anyhow::Result<()> {
+    pub(crate) async fn restart(&mut self, binary: &Path) -> anyhow::Result<()> {
         let (child, base) = spawn(binary, self.dir.path(), &self.database_url)?;
         self.child = Some(child);
         self.base = base;
@@ -159,7 +163,7 @@ impl Server {
     }
 
     /// Kills it with SIGKILL: no shutdown, no flush, as a crash or a pulled plug.
-    pub fn kill9(&mut self) -> anyhow::Result<()> {
+    pub(crate) fn kill9(&mut self) -> anyhow::Result<()> {
         if let Some(mut child) = self.child.take() {
             child.kill()?;
             child.wait()?;
@@ -168,7 +172,7 @@ impl Server {
     }
 
     /// Stops it (SIGTERM, then waits).
-    pub async fn stop(&mut self) -> anyhow::Result<()> {
+    pub(crate) async fn stop(&mut self) -> anyhow::Result<()> {
         if let Some(mut child) = self.child.take() {
             Command::new("kill")
                 .args(["-TERM", &child.id().to_string()])
@@ -179,18 +183,18 @@ impl Server {
     }
 
     /// Resident memory of the server process, in KiB.
-    pub fn rss_kb(&self) -> anyhow::Result<u64> {
+    pub(crate) fn rss_kb(&self) -> anyhow::Result<u64> {
         self.proc_status("VmRSS:")
     }
 
     /// Peak resident memory of the server process since it started, in KiB.
-    pub fn peak_rss_kb(&self) -> anyhow::Result<u64> {
+    pub(crate) fn peak_rss_kb(&self) -> anyhow::Result<u64> {
         self.proc_status("VmHWM:")
     }
 
     /// CPU time the server process has used so far (user and system, every thread), in
     /// milliseconds: the cost of a benchmark, whatever the load generator beside it uses.
-    pub fn cpu_ms(&self) -> anyhow::Result<f64> {
+    pub(crate) fn cpu_ms(&self) -> anyhow::Result<f64> {
         let pid = self.child.as_ref().map_or(0, Child::id);
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
         // Fields after the command name (which may hold spaces) end with ')'.
@@ -221,7 +225,7 @@ impl Server {
     }
 
     /// Creates an account with `credit` cents and returns its API key.
-    pub async fn account(&mut self, name: &str, credit: &str) -> anyhow::Result<String> {
+    pub(crate) async fn account(&mut self, name: &str, credit: &str) -> anyhow::Result<String> {
         let body = serde_json::json!({"name": name, "credit": credit}).to_string();
         let (status, v) = load::once(
             &self.base,
@@ -238,7 +242,7 @@ impl Server {
 
     /// Adds `amount` to the credit of the account [`Server::account`] made, through the
     /// operator API (a `billing.credit` event).
-    pub async fn top_up(&self, amount: &str) -> anyhow::Result<()> {
+    pub(crate) async fn top_up(&self, amount: &str) -> anyhow::Result<()> {
         let body = serde_json::json!({ "amount": amount }).to_string();
         let path = format!("/admin/accounts/{}/credit", self.account_sid()?);
         let (status, v) = load::once(
@@ -254,14 +258,14 @@ impl Server {
     }
 
     /// The sid of the account [`Server::account`] made.
-    pub fn account_sid(&self) -> anyhow::Result<String> {
+    pub(crate) fn account_sid(&self) -> anyhow::Result<String> {
         self.account_sid
             .clone()
             .ok_or_else(|| anyhow::anyhow!("no account was made"))
     }
 
     /// A POST with the key.
-    pub async fn post(&self, key: &str, path: &str, body: &Value) -> anyhow::Result<Value> {
+    pub(crate) async fn post(&self, key: &str, path: &str, body: &Value) -> anyhow::Result<Value> {
         let (status, v) =
             load::once_key(&self.base, "POST", path, key, Some(&body.to_string())).await?;
         anyhow::ensure!((200..300).contains(&status), "POST {path}: {status} {v}");
@@ -269,7 +273,7 @@ impl Server {
     }
 
     /// Waits until every row of `finish` is done; returns how many there are.
-    pub async fn wait_finished(
+    pub(crate) async fn wait_finished(
         &self,
         finish: &crate::seed::Finish,
         limit: Duration,
@@ -291,8 +295,31 @@ impl Server {
         }
     }
 
+    /// Reserves and buys a GB mobile number for the account of `key`: its E.164.
+    pub(crate) async fn buy_number(&self, key: &str) -> anyhow::Result<String> {
+        let reservation = self
+            .post(
+                key,
+                "/v2.0/numbers/store?country=GB&type=mobile&quantity=1",
+                &serde_json::json!({}),
+            )
+            .await?;
+        let token = reservation["token"].as_str().unwrap_or_default();
+        let bought = self
+            .post(
+                key,
+                &format!("/v2.0/numbers/store/{token}"),
+                &serde_json::json!({}),
+            )
+            .await?;
+        Ok(bought["numbers"][0]["e164"]
+            .as_str()
+            .ok_or_else(|| anyhow::anyhow!("no number: {bought}"))?
+            .to_owned())
+    }
+
     /// A GET with the key.
-    pub async fn get(&self, key: &str, path: &str) -> anyhow::Result<Value> {
+    pub(crate) async fn get(&self, key: &str, path: &str) -> anyhow::Result<Value> {
         Ok(load::once_key(&self.base, "GET", path, key, None).await?.1)
     }
 }

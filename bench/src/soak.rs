@@ -12,7 +12,7 @@ use crate::receiver::Receiver;
 use crate::server::Server;
 
 /// Runs the soak for `minutes` on SQLite with retention `retain` (such as `60s`).
-pub async fn run(binary: &Path, minutes: u64, retain: &str) -> anyhow::Result<()> {
+pub(crate) async fn run(binary: &Path, minutes: u64, retain: &str) -> anyhow::Result<()> {
     let mut srv = Server::start_with(
         binary,
         None,

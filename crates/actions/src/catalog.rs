@@ -55,7 +55,7 @@ pub(crate) enum Kind {
 
 impl Kind {
     /// Whether the action acts on a live call (skipped once the call has ended).
-    pub fn needs_call(self) -> bool {
+    pub(crate) fn needs_call(self) -> bool {
         matches!(
             self,
             Kind::Answer
@@ -92,7 +92,7 @@ pub(crate) struct ActionSpec {
 
 impl ActionSpec {
     /// `name@vN`.
-    pub fn id(&self) -> String {
+    pub(crate) fn id(&self) -> String {
         format!("{}@v{}", self.name, self.version)
     }
 }
@@ -258,6 +258,11 @@ pub(crate) const ACTIONS: &[ActionSpec] = &[
         params: &[
             req("maxDuration", Ty::Int, "Longest recording in seconds."),
             opt("finishOnKey", Ty::Str, "Key that ends the recording."),
+            opt(
+                "transcription",
+                Ty::Obj(TRANSCRIPTION),
+                "Transcribe the recording.",
+            ),
         ],
         events: READY,
         doc: "Record a voicemail; result is the recording.",

@@ -7,11 +7,31 @@ use crate::catalog::Kind;
 use crate::protocol::{CommandKind, DialTarget};
 
 /// Default `gather@v2` timeout, seconds.
-pub const GATHER_TIMEOUT_SECS: u32 = 10;
+pub(crate) const GATHER_TIMEOUT_SECS: u32 = 10;
 /// Default ringing time of a dial target, seconds.
-pub const DIAL_TIMEOUT_SECS: u32 = 30;
+pub(crate) const DIAL_TIMEOUT_SECS: u32 = 30;
 /// Default `fetch` timeout, seconds.
-pub const FETCH_TIMEOUT_SECS: f64 = 10.0;
+pub(crate) const FETCH_TIMEOUT_SECS: f64 = 10.0;
+
+/// The language of a `transcription: {language}` parameter (the scenario's language, else
+/// `en-US`, when it gives none); None when no transcription is asked for.
+fn transcription(
+    params: &Map<String, Value>,
+    language: Option<&str>,
+) -> Result<Option<String>, String> {
+    match params.get("transcription") {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => Ok(None),
+        Some(Value::Bool(true)) => Ok(Some(language.unwrap_or("en-US").to_owned())),
+        Some(Value::Object(o)) => match o.get("language") {
+            None | Some(Value::Null) => Ok(Some(language.unwrap_or("en-US").to_owned())),
+            Some(Value::String(l)) if !l.trim().is_empty() && l.len() <= 35 => {
+                Ok(Some(l.trim().to_owned()))
+            }
+            Some(_) => Err("transcription.language must be a language tag such as en-US".into()),
+        },
+        Some(_) => Err("transcription must be an object such as {language: en-US}".into()),
+    }
+}
 
 /// Builds the command of a non-pure action.
 pub(crate) fn build(
@@ -25,7 +45,9 @@ pub(crate) fn build(
         Kind::Ringing => CommandKind::Ringing,
         Kind::Hangup => CommandKind::Hangup,
         Kind::Bridge => CommandKind::Bridge,
-        Kind::StartRecording => CommandKind::StartRecording,
+        Kind::StartRecording => CommandKind::StartRecording {
+            transcription: transcription(params, language)?,
+        },
         Kind::Say => CommandKind::Say {
             what: p.required_str("what")?,
             language: p.str("language")?.or(language.map(str::to_string)),
@@ -60,6 +82,7 @@ pub(crate) fn build(
         Kind::Record => CommandKind::Record {
             max_duration_secs: p.required_u32("maxDuration")?,
             finish_on_key: p.str("finishOnKey")?,
+            transcription: transcription(params, language)?,
         },
         Kind::Dial => CommandKind::Dial {
             targets: targets(params.get("targets"))?,

@@ -16,6 +16,7 @@
 mod catalog;
 mod commands;
 mod error;
+mod outcome;
 mod parse;
 mod protocol;
 mod run;

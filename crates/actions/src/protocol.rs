@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use crate::outcome::Outcome;
 use crate::state::RunState;
 
 /// What a run starts with.
@@ -127,10 +128,17 @@ pub enum CommandKind {
         max_duration_secs: u32,
         /// Key that ends the recording.
         finish_on_key: Option<String>,
+        /// The language to transcribe it in, when a transcription was asked for.
+        transcription: Option<String>,
     },
     /// Start recording the call; result: the recording being made. Later, send
-    /// `Event::ActionEvent{name: "ready"}` when it is available.
-    StartRecording,
+    /// `Event::ActionEvent{name: "ready"}` when it is available (with its transcript, when a
+    /// transcription was asked for).
+    #[serde(rename_all = "camelCase")]
+    StartRecording {
+        /// The language to transcribe it in, when a transcription was asked for.
+        transcription: Option<String>,
+    },
     /// Call targets; result `{ok, status, target}` once the dial is over.
     #[serde(rename_all = "camelCase")]
     Dial {
@@ -206,30 +214,6 @@ pub enum Event {
     },
     /// Stop the run.
     Stop,
-}
-
-/// Where a run stands after a step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "camelCase")]
-pub enum Outcome {
-    /// Waits for command results or action events.
-    Waiting,
-    /// Every branch ended.
-    Completed,
-    /// Ended by `Event::Stop`.
-    Stopped,
-    /// Ended by an error (expression, parameter, limit).
-    Failed {
-        /// What went wrong.
-        error: String,
-    },
-}
-
-impl Outcome {
-    /// Whether the run is over.
-    pub fn is_final(&self) -> bool {
-        !matches!(self, Outcome::Waiting)
-    }
 }
 
 /// A line of the run's log.

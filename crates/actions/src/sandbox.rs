@@ -301,7 +301,7 @@ pub(crate) struct Session {
 
 impl Session {
     /// Starts a batch with the given limits, for a scenario, at `now` (RFC 3339).
-    pub fn begin(limits: &Limits, fingerprint: &str, now: &str) -> Session {
+    pub(crate) fn begin(limits: &Limits, fingerprint: &str, now: &str) -> Session {
         DEADLINE.with(|d| d.set(Some(Instant::now() + limits.cpu_time)));
         TRIPPED.with(|t| t.set(false));
         Session {
@@ -398,7 +398,7 @@ impl Session {
     }
 
     /// The value of an expression, as JSON (`undefined` and functions read as null).
-    pub fn eval_json(
+    pub(crate) fn eval_json(
         &mut self,
         expr: &str,
         bindings: Bindings,
@@ -411,21 +411,25 @@ impl Session {
     }
 
     /// The value of an expression converted to a string the way a template literal does.
-    pub fn eval_string(&mut self, expr: &str, bindings: Bindings) -> Result<String, JsError> {
+    pub(crate) fn eval_string(
+        &mut self,
+        expr: &str,
+        bindings: Bindings,
+    ) -> Result<String, JsError> {
         self.evaluate(expr, bindings, |ctx, v| {
             Coerced::<String>::from_js(ctx, v).map(|c| c.0)
         })
     }
 
     /// The truthiness of an expression.
-    pub fn eval_bool(&mut self, expr: &str, bindings: Bindings) -> Result<bool, JsError> {
+    pub(crate) fn eval_bool(&mut self, expr: &str, bindings: Bindings) -> Result<bool, JsError> {
         self.evaluate(expr, bindings, |ctx, v| {
             Coerced::<bool>::from_js(ctx, v).map(|c| c.0)
         })
     }
 
     /// Runs a script (javascript@v1); its completion value as JSON.
-    pub fn run_code(
+    pub(crate) fn run_code(
         &mut self,
         code: &str,
         bindings: Bindings,
@@ -445,7 +449,7 @@ impl Session {
 
     /// Ends the batch's JavaScript: the values of `names` (variables bound in this batch) and
     /// the console lines not yet taken.
-    pub fn end(&mut self, names: Vec<String>) -> Result<BatchChanges, JsError> {
+    pub(crate) fn end(&mut self, names: Vec<String>) -> Result<BatchChanges, JsError> {
         if !self.used {
             return Ok(BatchChanges::default());
         }
@@ -454,7 +458,7 @@ impl Session {
     }
 
     /// Lines written with `console.*` since the last call: (level, message).
-    pub fn take_logs(&mut self) -> Result<Vec<(String, String)>, JsError> {
+    pub(crate) fn take_logs(&mut self) -> Result<Vec<(String, String)>, JsError> {
         if !self.used {
             return Ok(Vec::new());
         }
@@ -463,7 +467,7 @@ impl Session {
     }
 
     /// Ends the batch; throws the context away when it cannot be trusted any more.
-    pub fn finish(mut self) {
+    pub(crate) fn finish(mut self) {
         if self.used && !self.poisoned {
             let sealed = self.call(|sb| sb.reset.clone(), |_, f| f.call::<_, bool>(()));
             let jobs_pending = with_sandbox(|sb| sb.runtime.is_job_pending()).unwrap_or(true);

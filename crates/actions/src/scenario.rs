@@ -68,11 +68,6 @@ impl Scenario {
         self.language.as_deref()
     }
 
-    /// Names of the branches, sorted.
-    pub fn branch_names(&self) -> impl Iterator<Item = &str> {
-        self.branches.keys().map(String::as_str)
-    }
-
     /// The declared `variables` with their initial values (`$` names).
     pub fn variables(&self) -> serde_json::Map<String, Value> {
         self.variables.iter().cloned().collect()

@@ -9,6 +9,46 @@ const EXPRESSION: &str = "#/$defs/expression";
 
 /// The JSON Schema of a scenario (draft 2020-12).
 pub fn schema() -> Value {
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://dialtone.invalid/v2.0/actions/schema.json",
+        "title": "Actions scenario",
+        "type": "object",
+        "properties": {
+            "description": { "type": "string" },
+            "variables": {
+                "type": "object",
+                "propertyNames": { "$ref": "#/$defs/variableName" },
+                "description": "User variables; names begin with $."
+            },
+            "defaults": {
+                "type": "object",
+                "properties": {
+                    "autoAnswer": { "type": "boolean", "default": true },
+                    "language": { "type": "string", "examples": ["en-US", "en-GB"] }
+                },
+                "additionalProperties": false
+            },
+            "branches": {
+                "type": "object",
+                "description": "Branch name to its actions; entry branches: inbound-call, inbound-sms, api-initiated, hangup.",
+                "additionalProperties": {
+                    "oneOf": [
+                        { "type": "object", "properties": { "actions": { "$ref": "#/$defs/actions" } },
+                          "additionalProperties": false },
+                        { "$ref": "#/$defs/actions" }
+                    ]
+                }
+            }
+        },
+        "required": ["branches"],
+        "additionalProperties": false,
+        "$defs": definitions()
+    })
+}
+
+/// The schema's `$defs`: expressions, entries, and one definition per action of the catalog.
+fn definitions() -> Map<String, Value> {
     let mut defs = Map::new();
     defs.insert(
         "expression".into(),
@@ -75,42 +115,7 @@ pub fn schema() -> Value {
             action_schema(action),
         );
     }
-    json!({
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "https://dialtone.invalid/v2.0/actions/schema.json",
-        "title": "Actions scenario",
-        "type": "object",
-        "properties": {
-            "description": { "type": "string" },
-            "variables": {
-                "type": "object",
-                "propertyNames": { "$ref": "#/$defs/variableName" },
-                "description": "User variables; names begin with $."
-            },
-            "defaults": {
-                "type": "object",
-                "properties": {
-                    "autoAnswer": { "type": "boolean", "default": true },
-                    "language": { "type": "string", "examples": ["en-US", "en-GB"] }
-                },
-                "additionalProperties": false
-            },
-            "branches": {
-                "type": "object",
-                "description": "Branch name to its actions; entry branches: inbound-call, inbound-sms, api-initiated, hangup.",
-                "additionalProperties": {
-                    "oneOf": [
-                        { "type": "object", "properties": { "actions": { "$ref": "#/$defs/actions" } },
-                          "additionalProperties": false },
-                        { "$ref": "#/$defs/actions" }
-                    ]
-                }
-            }
-        },
-        "required": ["branches"],
-        "additionalProperties": false,
-        "$defs": defs
-    })
+    defs
 }
 
 fn action_schema(action: &ActionSpec) -> Value {

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::protocol::Outcome;
+use crate::outcome::Outcome;
 use crate::scenario::ListId;
 
 /// Everything needed to resume a run, including after a restart. The server stores it as JSON
@@ -123,15 +123,6 @@ impl RunState {
     /// The final outcome, once the run is over.
     pub fn outcome(&self) -> Option<&Outcome> {
         self.finished.as_ref()
-    }
-
-    /// Fibers waiting for a command result.
-    pub fn waiting_fibers(&self) -> Vec<u32> {
-        self.fibers
-            .iter()
-            .filter(|f| f.waiting.is_some())
-            .map(|f| f.id)
-            .collect()
     }
 
     /// For a fiber started by `DialAnswered`, the fiber whose `Dial` it belongs to: its call

@@ -96,7 +96,7 @@ fn expression_end(body: &str) -> Option<usize> {
 
 impl Template {
     /// Every expression source of the template, in order.
-    pub fn expressions(&self) -> Vec<&str> {
+    pub(crate) fn expressions(&self) -> Vec<&str> {
         let mut out = Vec::new();
         self.collect(&mut out);
         out
@@ -116,7 +116,7 @@ impl Template {
     }
 
     /// Collapses a list of templates: a literal list when none has an expression.
-    pub fn seq(items: Vec<Template>) -> Template {
+    pub(crate) fn seq(items: Vec<Template>) -> Template {
         if items.iter().all(|t| matches!(t, Template::Literal(_))) {
             Template::Literal(Value::Array(
                 items
@@ -133,7 +133,7 @@ impl Template {
     }
 
     /// Collapses a map of templates: a literal object when none has an expression.
-    pub fn map(pairs: Vec<(String, Template)>) -> Template {
+    pub(crate) fn map(pairs: Vec<(String, Template)>) -> Template {
         if pairs.iter().all(|(_, t)| matches!(t, Template::Literal(_))) {
             Template::Literal(Value::Object(
                 pairs

@@ -46,12 +46,12 @@ pub(crate) enum ScalarKind {
 
 impl Node {
     /// An error positioned at this node.
-    pub fn error(&self, message: impl Into<String>) -> ScenarioError {
+    pub(crate) fn error(&self, message: impl Into<String>) -> ScenarioError {
         ScenarioError::new(self.line, self.column, message)
     }
 
     /// The string of a scalar node, whatever its resolved kind (`None` for null and containers).
-    pub fn scalar_text(&self) -> Option<&str> {
+    pub(crate) fn scalar_text(&self) -> Option<&str> {
         match &self.value {
             NodeValue::Scalar(s) if s.kind != ScalarKind::Null => Some(&s.text),
             _ => None,
@@ -59,7 +59,7 @@ impl Node {
     }
 
     /// The string of a node that is a string scalar (quoted, or plain that resolves to a string).
-    pub fn as_str(&self) -> Option<&str> {
+    pub(crate) fn as_str(&self) -> Option<&str> {
         match &self.value {
             NodeValue::Scalar(Scalar {
                 text,
@@ -70,7 +70,7 @@ impl Node {
     }
 
     /// Whether the node is null (`~`, `null` or empty).
-    pub fn is_null(&self) -> bool {
+    pub(crate) fn is_null(&self) -> bool {
         matches!(
             &self.value,
             NodeValue::Scalar(Scalar {
@@ -81,7 +81,7 @@ impl Node {
     }
 
     /// A short name of the node's type for messages.
-    pub fn type_name(&self) -> &'static str {
+    pub(crate) fn type_name(&self) -> &'static str {
         match &self.value {
             NodeValue::Scalar(s) => match s.kind {
                 ScalarKind::Null => "null",
@@ -96,7 +96,7 @@ impl Node {
     }
 
     /// The node as JSON (keys of maps by their text).
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         use serde_json::Value;
         match &self.value {
             NodeValue::Scalar(s) => match s.kind {

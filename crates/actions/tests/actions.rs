@@ -1,5 +1,11 @@
 //! Each action, and the control flow around it, without a server.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::too_many_lines,
+    reason = "tests: a failed unwrap is a failed test, and a scenario reads best whole"
+)]
+
 mod common;
 
 use common::*;
@@ -104,7 +110,35 @@ fn record_takes_a_duration() {
         first_command("- action: record@v1\n  params: { maxDuration: 60, finishOnKey: '*' }"),
         CommandKind::Record {
             max_duration_secs: 60,
-            finish_on_key: Some("*".into())
+            finish_on_key: Some("*".into()),
+            transcription: None,
+        }
+    );
+}
+
+#[test]
+fn recordings_may_ask_for_a_transcription() {
+    assert_eq!(
+        first_command(
+            "- action: startRecording@v1\n  params: { transcription: { language: fr-FR } }"
+        ),
+        CommandKind::StartRecording {
+            transcription: Some("fr-FR".into())
+        }
+    );
+    // Without a language: the scenario's (fr-FR here), else en-US.
+    assert_eq!(
+        first_command("- action: record@v1\n  params: { maxDuration: 5, transcription: {} }"),
+        CommandKind::Record {
+            max_duration_secs: 5,
+            finish_on_key: None,
+            transcription: Some("fr-FR".into()),
+        }
+    );
+    assert_eq!(
+        first_command("- action: startRecording@v1"),
+        CommandKind::StartRecording {
+            transcription: None
         }
     );
 }
@@ -116,7 +150,12 @@ fn start_recording_ready_handler_runs_once() {
     );
     let limits = Limits::default();
     let step = start(&sc, "api-initiated", api_context(), &limits);
-    assert_eq!(step.commands[0].kind, CommandKind::StartRecording);
+    assert_eq!(
+        step.commands[0].kind,
+        CommandKind::StartRecording {
+            transcription: None
+        }
+    );
     let step = resume(
         &sc,
         step.state,

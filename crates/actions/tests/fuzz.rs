@@ -5,6 +5,12 @@
 //! Inputs are assembled from YAML lines built from the grammar's own words, so the search
 //! reaches the validator and the expression compiler, not only the YAML tokenizer.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::too_many_lines,
+    reason = "tests: a failed unwrap is a failed test, and a scenario reads best whole"
+)]
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 

@@ -1,5 +1,11 @@
 //! Sandbox limits, goto loops, isolation between runs, and run state persistence.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::too_many_lines,
+    reason = "tests: a failed unwrap is a failed test, and a scenario reads best whole"
+)]
+
 mod common;
 
 use std::time::{Duration, Instant};

@@ -1,5 +1,11 @@
 //! The contract's example and the published scenarios parse and run through a scripted driver.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::too_many_lines,
+    reason = "tests: a failed unwrap is a failed test, and a scenario reads best whole"
+)]
+
 mod common;
 
 use common::*;
@@ -124,7 +130,7 @@ fn forwarding_with_recording_runs_answered_branch_and_ready_handler() {
             assert_eq!(answer_on_branch.as_deref(), Some("answered"));
             vec![Event::DialAnswered { fiber: c.fiber }]
         }
-        CommandKind::StartRecording => vec![Event::Result {
+        CommandKind::StartRecording { .. } => vec![Event::Result {
             fiber: c.fiber,
             value: json!({"sid": "rec1"}),
         }],

@@ -1,5 +1,11 @@
 //! Every validation error, with the line and column of the offending node.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::too_many_lines,
+    reason = "tests: a failed unwrap is a failed test, and a scenario reads best whole"
+)]
+
 use dialtone_actions::{ScenarioError, parse_scenario, schema};
 
 fn error(yaml: &str) -> ScenarioError {

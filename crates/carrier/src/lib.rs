@@ -1,4 +1,5 @@
-//! The carrier boundary: how dialtone hands SMS to a network and learns what became of them.
+//! The carrier boundary: how dialtone hands SMS to a network and learns what became of them,
+//! and ([`voice`]) how it has a network carry out what a scenario does on a call.
 //!
 //! A network implements [`Carrier`]. The simulated network ([`Simulated`]) is the embedded
 //! default: it needs no connection and decides every outcome from the destination number,
@@ -14,6 +15,7 @@
 mod routes;
 mod simulated;
 pub mod smpp;
+pub mod voice;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -24,6 +26,7 @@ use dialtone_domain::sms::{Encoding, SmsStatus};
 
 pub use routes::Routes;
 pub use simulated::{CallOutcome, Simulated};
+pub use voice::VoiceNetwork;
 
 /// An SMS as handed to a network.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,6 +2,12 @@
 //! binds, submits, multi-part, receipts, inbound SMS, throttling, a connection dropped
 //! mid-flight, and an SMSC that never answers. Every wait is bounded.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::too_many_lines,
+    reason = "tests: a failed unwrap is a failed test, and a scenario reads best whole"
+)]
+
 mod smsc;
 
 use std::time::Duration;

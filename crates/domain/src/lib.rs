@@ -6,18 +6,22 @@
 //! server.
 
 pub mod account;
+pub mod call;
 pub mod clock;
 pub mod country;
 pub mod credentials;
 pub mod money;
 pub mod number;
 pub mod phone;
+pub mod run;
 pub mod sid;
 pub mod sms;
 pub mod timestamp;
+mod words;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use money::Money;
 pub use phone::E164;
 pub use sid::Sid;
 pub use timestamp::Timestamp;
+pub use words::Word;

@@ -155,11 +155,6 @@ impl Timestamp {
     pub const fn unix_seconds(self) -> i64 {
         self.0.div_euclid(1000)
     }
-
-    /// The UTC calendar day this instant falls on, as days since the epoch.
-    pub const fn day_number(self) -> i64 {
-        self.0.div_euclid(86_400_000)
-    }
 }
 
 impl fmt::Display for Timestamp {

@@ -3,6 +3,12 @@
 //! for the header). rusmpp's UCS-2 codec refuses characters outside the BMP, so the UCS-2
 //! comparison uses BMP text; surrogate pairs are covered by the unit tests.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::too_many_lines,
+    reason = "tests: a failed unwrap is a failed test, and a scenario reads best whole"
+)]
+
 use dialtone_domain::sms::{Encoding, layout};
 use proptest::prelude::*;
 use rusmpp_extra::concatenation::owned::{Concatenation, Concatenator};

@@ -21,7 +21,7 @@ mod sniff;
 mod wav;
 
 pub use sniff::sniff;
-pub use wav::{silence_wav, wav_info, wav_samples};
+pub use wav::{pcm_wav, silence_wav, wav_info, wav_samples};
 
 /// The sample rate of converted audio, in hertz.
 pub const TARGET_RATE: u32 = 8_000;

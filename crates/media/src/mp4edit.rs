@@ -18,7 +18,7 @@ pub(crate) struct Edit {
 
 impl Edit {
     /// `(frames to skip, frames to keep)` at `rate` hertz.
-    pub fn frames_at(&self, rate: u32) -> (usize, usize) {
+    pub(crate) fn frames_at(&self, rate: u32) -> (usize, usize) {
         let skip =
             self.media_time.saturating_mul(u64::from(rate)) / u64::from(self.media_timescale);
         let keep =

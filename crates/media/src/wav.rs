@@ -18,6 +18,11 @@ pub(crate) fn encode_mono_8k(samples: &[f32]) -> Vec<u8> {
     encode_pcm16(&pcm, TARGET_RATE, 1)
 }
 
+/// A WAV file of 8 kHz mono 16-bit samples (the converted format): what a call recorded.
+pub fn pcm_wav(pcm: &[i16]) -> Vec<u8> {
+    encode_pcm16(pcm, TARGET_RATE, 1)
+}
+
 /// A 16-bit PCM WAV file of `pcm` (interleaved when `channels` > 1).
 fn encode_pcm16(pcm: &[i16], rate: u32, channels: u16) -> Vec<u8> {
     let data_len = (pcm.len() * 2) as u32;

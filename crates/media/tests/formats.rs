@@ -1,6 +1,12 @@
 //! Conversion of real files of every supported format: committed fixtures (0.3 s, 11025 Hz,
 //! mono) and files produced during the test run by sox and ffmpeg (stereo, various rates).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::too_many_lines,
+    reason = "tests: a failed unwrap is a failed test, and a scenario reads best whole"
+)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -2,6 +2,12 @@
 //! before anything is sized from them, and an edit list cannot make the decoder process
 //! more audio than the duration limit.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::too_many_lines,
+    reason = "tests: a failed unwrap is a failed test, and a scenario reads best whole"
+)]
+
 use std::process::Command;
 
 use dialtone_media::{ConvertError, DeclaredType, Limits, convert};

@@ -14,13 +14,13 @@ use dialtone_store::accounts::{self, Account};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::{Checks, json_body};
+use crate::error::{AppError, AppResult};
+use crate::http::extract::{Checks, JsonBody, json_body};
 use crate::provisioning::{self, AccountRequest, ProvisionError};
 use crate::state::AppState;
 
 /// The `/admin` routes (mounted only when an admin token is configured).
-pub fn router(state: AppState) -> Router<AppState> {
+pub(crate) fn router(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/admin/accounts", post(create_account).get(list_accounts))
         .route("/admin/accounts/{sid}/api-keys", post(create_key))
@@ -47,6 +47,11 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/admin/smpp/receipts", get(crate::admin_smpp::receipts))
         .route("/admin/smpp/{name}", delete(crate::admin_smpp::remove))
         .route(
+            "/admin/sip",
+            get(crate::admin_sip::list).post(crate::admin_sip::add),
+        )
+        .route("/admin/sip/{name}", delete(crate::admin_sip::remove))
+        .route(
             "/admin/accounts/{sid}/senders",
             post(approve_sender).get(list_senders),
         )
@@ -55,7 +60,7 @@ pub fn router(state: AppState) -> Router<AppState> {
 
 async fn require_admin(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let Some(expected) = state.config.admin_token.as_deref() else {
-        return ApiError::not_found("path").into_response();
+        return AppError::not_found("path").into_response();
     };
     let presented = req
         .headers()
@@ -65,7 +70,7 @@ async fn require_admin(State(state): State<AppState>, req: Request, next: Next) 
         .unwrap_or_default();
     // Compare digests so the comparison time does not depend on the token's bytes.
     if Sha256::digest(presented.as_bytes()) != Sha256::digest(expected.as_bytes()) {
-        return ApiError::auth("missing or wrong admin token (Authorization: Bearer ADMIN_TOKEN)")
+        return AppError::auth("missing or wrong admin token (Authorization: Bearer ADMIN_TOKEN)")
             .into_response();
     }
     next.run(req).await
@@ -127,22 +132,22 @@ impl AccountView {
     }
 }
 
-fn provision_error(e: ProvisionError) -> ApiError {
+fn provision_error(e: ProvisionError) -> AppError {
     match e {
-        ProvisionError::ParentNotFound(_) => ApiError::invalid("parent", "no such account"),
+        ProvisionError::ParentNotFound(_) => AppError::invalid("parent", "no such account"),
         ProvisionError::ParentIsSub(_) => {
-            ApiError::invalid("parent", "a sub account cannot have sub accounts")
+            AppError::invalid("parent", "a sub account cannot have sub accounts")
         }
-        ProvisionError::LoginTaken(_) => ApiError::invalid("login", "is taken"),
-        ProvisionError::AccountNotFound(_) => ApiError::not_found("account"),
-        ProvisionError::Db(e) => ApiError::from(e),
+        ProvisionError::LoginTaken(_) => AppError::invalid("login", "is taken"),
+        ProvisionError::AccountNotFound(_) => AppError::not_found("account"),
+        ProvisionError::Db(e) => AppError::from(e),
     }
 }
 
 async fn create_account(
     State(state): State<AppState>,
     body: Bytes,
-) -> ApiResult<(StatusCode, Json<AccountView>)> {
+) -> AppResult<(StatusCode, Json<AccountView>)> {
     let body: CreateAccountBody = json_body(&body)?;
     let mut checks = Checks::default();
     let name = checks
@@ -196,27 +201,27 @@ async fn create_account(
     Ok((StatusCode::CREATED, Json(view)))
 }
 
-async fn list_accounts(State(state): State<AppState>) -> ApiResult<Json<Vec<AccountView>>> {
+async fn list_accounts(State(state): State<AppState>) -> AppResult<Json<Vec<AccountView>>> {
     let all = state.store.read(accounts::list).await?;
     Ok(Json(all.iter().map(AccountView::of).collect()))
 }
 
-fn path_sid(sid: &str) -> ApiResult<Sid> {
+fn path_sid(sid: &str) -> AppResult<Sid> {
     Sid::parse(sid)
         .filter(|s| s.as_str() == sid)
-        .ok_or_else(|| ApiError::not_found("account"))
+        .ok_or_else(|| AppError::not_found("account"))
 }
 
 async fn get_account(
     State(state): State<AppState>,
     Path(sid): Path<String>,
-) -> ApiResult<Json<AccountView>> {
+) -> AppResult<Json<AccountView>> {
     let sid = path_sid(&sid)?;
     let account = state
         .store
         .read(move |c| accounts::by_sid(c, &sid))
         .await?
-        .ok_or_else(|| ApiError::not_found("account"))?;
+        .ok_or_else(|| AppError::not_found("account"))?;
     Ok(Json(AccountView::of(&account)))
 }
 
@@ -230,7 +235,7 @@ struct NewKey {
 async fn create_key(
     State(state): State<AppState>,
     Path(sid): Path<String>,
-) -> ApiResult<(StatusCode, Json<NewKey>)> {
+) -> AppResult<(StatusCode, Json<NewKey>)> {
     let sid = path_sid(&sid)?;
     let key = provisioning::create_key(&state.store, state.clock.as_ref(), sid)
         .await
@@ -248,7 +253,7 @@ async fn create_key(
 async fn revoke_key(
     State(state): State<AppState>,
     Path((sid, key_id)): Path<(String, String)>,
-) -> ApiResult<StatusCode> {
+) -> AppResult<StatusCode> {
     let sid = path_sid(&sid)?;
     let revoked = provisioning::revoke_key(&state.store, state.clock.as_ref(), sid, key_id)
         .await
@@ -256,7 +261,7 @@ async fn revoke_key(
     if revoked {
         Ok(StatusCode::NO_CONTENT)
     } else {
-        Err(ApiError::not_found("API key"))
+        Err(AppError::not_found("API key"))
     }
 }
 
@@ -268,19 +273,19 @@ struct Imported {
 
 /// `POST /admin/inventory`: a CSV of ranges (country,type,class,prefix,area,first,last,
 /// setupPrice,monthlyPrice). Every line is checked before anything is stored.
-async fn import_inventory(State(state): State<AppState>, body: Bytes) -> ApiResult<Json<Imported>> {
+async fn import_inventory(State(state): State<AppState>, body: Bytes) -> AppResult<Json<Imported>> {
     let text = std::str::from_utf8(&body)
-        .map_err(|_| ApiError::invalid("body", "must be UTF-8 CSV text"))?;
+        .map_err(|_| AppError::invalid("body", "must be UTF-8 CSV text"))?;
     let ranges = crate::numbers::inventory::parse(text).map_err(|errors| {
-        ApiError::validation(
+        AppError::validation(
             errors
                 .into_iter()
-                .map(|e| crate::http::error::Detail::new(format!("line {}", e.line), e.message))
+                .map(|e| crate::error::Detail::new(format!("line {}", e.line), e.message))
                 .collect(),
         )
     })?;
     if ranges.is_empty() {
-        return Err(ApiError::invalid("body", "no ranges in the file"));
+        return Err(AppError::invalid("body", "no ranges in the file"));
     }
     let count = crate::numbers::inventory::import(&state.store, ranges).await?;
     Ok(Json(Imported {
@@ -294,19 +299,19 @@ async fn import_inventory(State(state): State<AppState>, body: Bytes) -> ApiResu
 async fn import_rates(
     State(state): State<AppState>,
     body: Bytes,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> AppResult<Json<serde_json::Value>> {
     let text = std::str::from_utf8(&body)
-        .map_err(|_| ApiError::invalid("body", "must be UTF-8 CSV text"))?;
+        .map_err(|_| AppError::invalid("body", "must be UTF-8 CSV text"))?;
     let list = crate::billing::rates::parse(text).map_err(|errors| {
-        ApiError::validation(
+        AppError::validation(
             errors
                 .into_iter()
-                .map(|e| crate::http::error::Detail::new(format!("line {}", e.line), e.message))
+                .map(|e| crate::error::Detail::new(format!("line {}", e.line), e.message))
                 .collect(),
         )
     })?;
     if list.is_empty() {
-        return Err(ApiError::invalid("body", "no rates in the file"));
+        return Err(AppError::invalid("body", "no rates in the file"));
     }
     let n = crate::billing::rates::import(&state.store, list).await?;
     Ok(Json(serde_json::json!({ "imported": n })))
@@ -321,10 +326,9 @@ struct SenderBody {
 async fn approve_sender(
     State(state): State<AppState>,
     Path(sid): Path<String>,
-    body: Bytes,
-) -> ApiResult<StatusCode> {
+    JsonBody(b): JsonBody<SenderBody>,
+) -> AppResult<StatusCode> {
     let sid = path_sid(&sid)?;
-    let b: SenderBody = json_body(&body)?;
     match dialtone_domain::sms::Sender::parse(&b.sender) {
         Ok(dialtone_domain::sms::Sender::Alphanumeric(name)) => {
             let now = state.clock.now();
@@ -332,14 +336,14 @@ async fn approve_sender(
                 .store
                 .write(move |c| {
                     let account =
-                        accounts::by_sid(c, &sid)?.ok_or_else(|| ApiError::not_found("account"))?;
+                        accounts::by_sid(c, &sid)?.ok_or_else(|| AppError::not_found("account"))?;
                     dialtone_store::sms::approve_sender(c, account.id, &name, now)?;
-                    Ok::<_, ApiError>(())
+                    Ok::<_, AppError>(())
                 })
                 .await?;
             Ok(StatusCode::NO_CONTENT)
         }
-        _ => Err(ApiError::invalid(
+        _ => Err(AppError::invalid(
             "sender",
             "must be 1 to 11 letters, digits, spaces, dashes or underscores with at least one letter",
         )),
@@ -350,14 +354,14 @@ async fn approve_sender(
 async fn list_senders(
     State(state): State<AppState>,
     Path(sid): Path<String>,
-) -> ApiResult<Json<Vec<String>>> {
+) -> AppResult<Json<Vec<String>>> {
     let sid = path_sid(&sid)?;
     let list = state
         .store
         .read(move |c| {
             let account =
-                accounts::by_sid(c, &sid)?.ok_or_else(|| ApiError::not_found("account"))?;
-            Ok::<_, ApiError>(dialtone_store::sms::approved_senders(c, account.id)?)
+                accounts::by_sid(c, &sid)?.ok_or_else(|| AppError::not_found("account"))?;
+            Ok::<_, AppError>(dialtone_store::sms::approved_senders(c, account.id)?)
         })
         .await?;
     Ok(Json(list))
@@ -372,12 +376,11 @@ struct TopUpBody {
 async fn top_up(
     State(state): State<AppState>,
     Path(sid): Path<String>,
-    body: Bytes,
-) -> ApiResult<Json<serde_json::Value>> {
+    JsonBody(b): JsonBody<TopUpBody>,
+) -> AppResult<Json<serde_json::Value>> {
     let sid = path_sid(&sid)?;
-    let b: TopUpBody = json_body(&body)?;
     let amount =
-        Money::parse_cents(&b.amount).map_err(|e| ApiError::invalid("amount", e.to_string()))?;
+        Money::parse_cents(&b.amount).map_err(|e| AppError::invalid("amount", e.to_string()))?;
     let balance = crate::billing::top_up(&state, sid, amount).await?;
     Ok(Json(
         serde_json::json!({ "credit": balance.to_cents_string() }),
@@ -401,10 +404,9 @@ struct ChangeBody {
 async fn change_account(
     State(state): State<AppState>,
     Path(sid): Path<String>,
-    body: Bytes,
-) -> ApiResult<Json<AccountView>> {
+    JsonBody(b): JsonBody<ChangeBody>,
+) -> AppResult<Json<AccountView>> {
     let sid = path_sid(&sid)?;
-    let b: ChangeBody = json_body(&body)?;
     let mut checks = Checks::default();
     let suspended = checks.choice(
         "status",
@@ -441,9 +443,9 @@ async fn change_account(
     let account = state
         .store
         .write(move |c| {
-            let a = accounts::by_sid(c, &sid)?.ok_or_else(|| ApiError::not_found("account"))?;
+            let a = accounts::by_sid(c, &sid)?.ok_or_else(|| AppError::not_found("account"))?;
             accounts::change(c, a.id, &change, now)?;
-            Ok::<_, ApiError>(accounts::by_id(c, a.id)?.unwrap_or(a))
+            Ok::<_, AppError>(accounts::by_id(c, a.id)?.unwrap_or(a))
         })
         .await?;
     Ok(Json(AccountView::of(&account)))

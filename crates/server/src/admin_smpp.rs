@@ -24,16 +24,16 @@ use dialtone_domain::sms::SmsStatus;
 use dialtone_store::{smpp_receipts, sms as store, sms_parts};
 use serde::{Deserialize, Serialize};
 
-use crate::http::error::{ApiError, ApiResult};
+use crate::error::{AppError, AppResult};
 use crate::http::extract;
 use crate::networks::Source;
-use crate::sms::progress::{Moves, apply, refuse};
+use crate::sms::moves::{Moves, apply, refuse};
 use crate::state::AppState;
 
 /// A bind's state, times as RFC 3339.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct BindView {
+pub(crate) struct BindView {
     kind: &'static str,
     bound: bool,
     since: Option<String>,
@@ -64,7 +64,7 @@ impl From<BindHealth> for BindView {
 /// A connector as the operator sees it.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ConnectorView {
+pub(crate) struct ConnectorView {
     /// Its configuration, password removed.
     #[serde(flatten)]
     config: serde_json::Value,
@@ -107,10 +107,10 @@ fn view(smpp: &Smpp, source: Source, unmatched: i64, waiting: i64) -> ConnectorV
 /// Unmatched receipts and unsent SMS, by network.
 async fn counts(
     state: &AppState,
-) -> ApiResult<(Vec<(String, i64)>, Vec<(String, i64, Timestamp)>)> {
+) -> AppResult<(Vec<(String, i64)>, Vec<(String, i64, Timestamp)>)> {
     state
         .store
-        .read(|c| Ok::<_, ApiError>((smpp_receipts::counts(c)?, store::unsent_by_network(c)?)))
+        .read(|c| Ok::<_, AppError>((smpp_receipts::counts(c)?, store::unsent_by_network(c)?)))
         .await
 }
 
@@ -119,7 +119,7 @@ fn count_of(list: &[(String, i64)], name: &str) -> i64 {
 }
 
 /// `GET /admin/smpp`.
-pub async fn list(State(state): State<AppState>) -> ApiResult<Json<Vec<ConnectorView>>> {
+pub(crate) async fn list(State(state): State<AppState>) -> AppResult<Json<Vec<ConnectorView>>> {
     let (receipts, unsent) = counts(&state).await?;
     let unsent: Vec<(String, i64)> = unsent.into_iter().map(|(n, c, _)| (n, c)).collect();
     Ok(Json(
@@ -136,26 +136,26 @@ pub async fn list(State(state): State<AppState>) -> ApiResult<Json<Vec<Connector
 }
 
 /// `POST /admin/smpp`.
-pub async fn add(
+pub(crate) async fn add(
     State(state): State<AppState>,
     body: Bytes,
-) -> ApiResult<(StatusCode, Json<ConnectorView>)> {
+) -> AppResult<(StatusCode, Json<ConnectorView>)> {
     let config: SmppConfig = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::invalid("body", format!("not an SMPP connector: {e}")))?;
+        .map_err(|e| AppError::invalid("body", format!("not an SMPP connector: {e}")))?;
     let mut all = state.networks.configs();
     if all.iter().any(|c| c.name == config.name) {
-        return Err(ApiError::invalid("name", "a connector has this name"));
+        return Err(AppError::invalid("name", "a connector has this name"));
     }
     all.push(config.clone());
-    crate::config::validate_smpp(&all).map_err(|e| ApiError::invalid("body", e.to_string()))?;
-    let json = serde_json::to_string(&config).map_err(|e| ApiError::internal(e.to_string()))?;
+    crate::config::validate_smpp(&all).map_err(|e| AppError::invalid("body", e.to_string()))?;
+    let json = serde_json::to_string(&config).map_err(|e| AppError::internal(e.to_string()))?;
     let (name, now) = (config.name.clone(), state.clock.now());
     let stored = state
         .store
         .write(move |c| sms_parts::add_connector(c, &name, &json, now))
         .await?;
     if !stored {
-        return Err(ApiError::invalid("name", "a connector has this name"));
+        return Err(AppError::invalid("name", "a connector has this name"));
     }
     let smpp = state.networks.add(config, Source::Admin);
     // SMS waiting for a route may have one now.
@@ -181,11 +181,11 @@ struct RemoveQuery {
 }
 
 /// `DELETE /admin/smpp/{name}`.
-pub async fn remove(
+pub(crate) async fn remove(
     State(state): State<AppState>,
     Path(name): Path<String>,
     RawQuery(raw): RawQuery,
-) -> ApiResult<StatusCode> {
+) -> AppResult<StatusCode> {
     let q: RemoveQuery = extract::query(raw.as_deref())?;
     let source = state
         .networks
@@ -193,9 +193,9 @@ pub async fn remove(
         .into_iter()
         .find(|(c, _)| c.config().name == name)
         .map(|(_, s)| s)
-        .ok_or_else(|| ApiError::not_found("connector"))?;
+        .ok_or_else(|| AppError::not_found("connector"))?;
     if source == Source::File {
-        return Err(ApiError::invalid(
+        return Err(AppError::invalid(
             "name",
             "this connector is configured in the file: change the file",
         ));
@@ -218,7 +218,7 @@ pub async fn remove(
 /// SMS not yet taken by the network they are routed to.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct WaitingView {
+pub(crate) struct WaitingView {
     network: String,
     /// Whether that network runs (a connector or the simulated network).
     running: bool,
@@ -227,7 +227,7 @@ pub struct WaitingView {
 }
 
 /// `GET /admin/smpp/waiting`.
-pub async fn waiting(State(state): State<AppState>) -> ApiResult<Json<Vec<WaitingView>>> {
+pub(crate) async fn waiting(State(state): State<AppState>) -> AppResult<Json<Vec<WaitingView>>> {
     let (_, unsent) = counts(&state).await?;
     Ok(Json(
         unsent
@@ -248,13 +248,13 @@ struct FailBody {
 }
 
 /// `POST /admin/smpp/waiting/fail {network}`: `{failed}`.
-pub async fn fail_waiting(
+pub(crate) async fn fail_waiting(
     State(state): State<AppState>,
     body: Bytes,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> AppResult<Json<serde_json::Value>> {
     let body: FailBody = extract::json_body(&body)?;
     if state.networks.carrier(&body.network).is_some() {
-        return Err(ApiError::invalid(
+        return Err(AppError::invalid(
             "network",
             "this network runs: its SMS are on their way",
         ));
@@ -266,7 +266,7 @@ pub async fn fail_waiting(
 
 /// Ends the SMS routed to `network` that no network took: `error` with a refund when no
 /// part left, else `failed`. Returns how many.
-async fn fail_unsent(state: &AppState, network: &str, reason: &str) -> ApiResult<usize> {
+async fn fail_unsent(state: &AppState, network: &str, reason: &str) -> AppResult<usize> {
     let mut failed = 0;
     loop {
         let (st, network, reason) = (state.clone(), network.to_owned(), reason.to_owned());
@@ -284,7 +284,7 @@ async fn fail_unsent(state: &AppState, network: &str, reason: &str) -> ApiResult
                     }
                 }
                 moves.flush(c)?;
-                Ok::<_, ApiError>(batch.len())
+                Ok::<_, AppError>(batch.len())
             })
             .await?;
         failed += n;
@@ -303,7 +303,7 @@ struct ReceiptsQuery {
 /// A receipt kept unmatched.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ReceiptView {
+pub(crate) struct ReceiptView {
     connector: String,
     message_id: String,
     status: String,
@@ -313,10 +313,10 @@ pub struct ReceiptView {
 }
 
 /// `GET /admin/smpp/receipts[?connector=&limit=]`: at most `limit` (1 to 1000, 100).
-pub async fn receipts(
+pub(crate) async fn receipts(
     State(state): State<AppState>,
     RawQuery(raw): RawQuery,
-) -> ApiResult<Json<Vec<ReceiptView>>> {
+) -> AppResult<Json<Vec<ReceiptView>>> {
     let q: ReceiptsQuery = extract::query(raw.as_deref())?;
     let limit = match q.limit.as_deref() {
         None => 100,
@@ -324,7 +324,7 @@ pub async fn receipts(
             .parse::<i64>()
             .ok()
             .filter(|n| (1..=1000).contains(n))
-            .ok_or_else(|| ApiError::invalid("limit", "must be 1 to 1000"))?,
+            .ok_or_else(|| AppError::invalid("limit", "must be 1 to 1000"))?,
     };
     let list = state
         .store

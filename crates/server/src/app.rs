@@ -78,7 +78,6 @@ impl Application {
             config: Arc::new(config),
             metrics: Arc::new(Metrics::default()),
             networks,
-            simulated,
             submissions: Default::default(),
             wake: Arc::default(),
             sms_wake: Arc::default(),
@@ -92,13 +91,19 @@ impl Application {
             runs: crate::share::Share::new(scenarios::worker::PER_ACCOUNT),
             next_prune: Default::default(),
             conversions: crate::share::Share::new(crate::media::conversion::PER_ACCOUNT),
+            transcriptions: crate::share::Share::new(1),
             engine: scenarios::Engine::start(config_threads())?,
             parsed: Arc::new(scenarios::ParsedCache::default()),
             rates: Arc::default(),
             keys: Arc::default(),
             limiter: Arc::default(),
             auth_guard: http::guard::AuthGuard::new(config_threads(), state_config_failures),
+            speech: Arc::default(),
         });
+        let stored_trunks = crate::voice::sip::stored_trunks(&state).await?;
+        if state.config.sip_node.is_some() || !stored_trunks.is_empty() {
+            crate::voice::sip::start(&state, stored_trunks).await?;
+        }
         // The routes (with the OpenAPI document) are built on another core while the
         // first start fills the inventory and rates.
         let routes = {
@@ -179,7 +184,10 @@ impl Application {
             // The tick in progress finishes, within a bound: a tick waiting on slow webhook
             // receivers is dropped after it, which loses nothing (its leased work is taken
             // again when the leases run out, here or on another node).
-            if tokio::time::timeout(STOP_GRACE, &mut w).await.is_err() {
+            if tokio::time::timeout(crate::serve::STOP_GRACE, &mut w)
+                .await
+                .is_err()
+            {
                 tracing::warn!("background work still running at shutdown: left to its leases");
                 w.abort();
             }
@@ -187,8 +195,15 @@ impl Application {
         // Submissions in progress settle (each answers within its lease; what does not is
         // left to the lease).
         let settled = self.state.submissions.settled();
-        if tokio::time::timeout(STOP_GRACE, settled).await.is_err() {
+        if tokio::time::timeout(crate::serve::STOP_GRACE, settled)
+            .await
+            .is_err()
+        {
             tracing::warn!("SMS submissions still running at shutdown: left to their leases");
+        }
+        // Calls in progress end with a BYE, and the SIP listeners close.
+        if let Some(node) = self.state.networks.sip() {
+            node.stop().await;
         }
         // Unbind politely: the SMSCs keep what they have not delivered for the next bind.
         for (connector, _) in self.state.networks.connectors() {
@@ -216,7 +231,7 @@ async fn admin_connectors(
         match serde_json::from_str::<SmppConfig>(&json) {
             Ok(c) => out.push((c, Source::Admin)),
             Err(e) => {
-                tracing::error!(%name, error = %e, "smpp: stored connector unreadable, skipped")
+                tracing::error!(%name, error = %format!("{e:#}"), "smpp: stored connector unreadable, skipped")
             }
         }
     }
@@ -238,9 +253,6 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
     Ok(store)
 }
 
-/// How long a stop waits for in-flight requests, then for the background tick in progress.
-pub const STOP_GRACE: Duration = Duration::from_secs(10);
-
 /// Every interface on one router.
 pub fn router(state: AppState) -> Router {
     let (v2, _doc) = v2::router();
@@ -250,7 +262,7 @@ pub fn router(state: AppState) -> Router {
         .merge(jsonrpc::router())
         .merge(rest11::router())
         .merge(ops::router());
-    if state.simulated.is_some() {
+    if state.networks.simulated().is_some() {
         app = app.merge(sandbox::router().layer(keyed()));
     }
     if state.config.admin_token.is_some() {

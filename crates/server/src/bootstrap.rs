@@ -3,21 +3,12 @@
 
 use dialtone_domain::Money;
 use dialtone_domain::account::BillingMode;
-use dialtone_store::accounts;
 
 use crate::provisioning::{self, AccountRequest, ProvisionError, ProvisionedAccount};
 use crate::state::AppState;
 
 /// Opening credit of the dev account: 1,000.00 EUR, in cents.
 pub const DEV_CREDIT_CENTS: i64 = 100_000;
-
-/// Creates the `dev` account when no account exists; None when there already was one.
-pub async fn dev_account_if_empty(state: &AppState) -> anyhow::Result<Option<ProvisionedAccount>> {
-    if !state.store.read(accounts::is_empty).await? {
-        return Ok(None);
-    }
-    create_dev_account(state).await
-}
 
 /// Creates the `dev` account (the caller saw no account); None when another node of the
 /// same database made it first. Its password hash (argon2) is the slow part, so the server

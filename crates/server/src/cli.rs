@@ -125,6 +125,17 @@ pub struct Settings {
     /// PEM private key of --tls-cert.
     #[arg(long, env = "DIALTONE_TLS_KEY", global = true)]
     pub tls_key: Option<PathBuf>,
+    /// Address SIP is received on (UDP and TCP), which starts the node's SIP side
+    /// [default: none; 127.0.0.1:5060 once a trunk is configured].
+    #[arg(long, env = "DIALTONE_SIP_LISTEN", global = true)]
+    pub sip_listen: Option<std::net::SocketAddr>,
+    /// The address written in SDP and Contact for a node behind NAT [default: the address
+    /// SIP is received on, or the one the trunk is reached from].
+    #[arg(long, env = "DIALTONE_SIP_PUBLIC_IP", global = true)]
+    pub sip_public_ip: Option<std::net::IpAddr>,
+    /// RTP ports, `first-last` [default: 20000-30000].
+    #[arg(long, env = "DIALTONE_RTP_PORTS", global = true)]
+    pub rtp_ports: Option<String>,
     /// Run the simulated network and /sandbox; false: only SMPP connectors carry SMS and a
     /// destination none routes is refused [default: true].
     #[arg(long, env = "DIALTONE_SIMULATED_NETWORK", global = true)]
@@ -302,28 +313,38 @@ impl Settings {
         let data_dir = self
             .data_dir
             .clone()
-            .or(file.data_dir)
+            .or(file.data_dir.clone())
             .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
         let mut config = Config::embedded(&data_dir);
         config.listen = self
             .listen
             .clone()
-            .or(file.listen)
+            .or(file.listen.clone())
             .unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
-        if let Some(url) = self.database_url.clone().or(file.database_url) {
+        if let Some(url) = self.database_url.clone().or(file.database_url.clone()) {
             config.database_url = DatabaseUrl::parse(&url).map_err(|e| anyhow::anyhow!(e))?;
         }
         config.admin_token = self
             .admin_token
             .clone()
-            .or(file.admin_token)
+            .or(file.admin_token.clone())
             .filter(|t| !t.is_empty());
-        if let Some(brand) = self.header_brand.clone().or(file.header_brand) {
+        if let Some(brand) = self.header_brand.clone().or(file.header_brand.clone()) {
             config.header_brand = brand;
         }
         if let Some(format) = self.log_format.or(file.log_format) {
             config.log_format = format;
         }
+        self.resolve_connections(&file, &mut config)?;
+        self.resolve_retention_and_quotas(&file, &mut config)?;
+        self.resolve_networks(&file, &mut config)?;
+        self.resolve_billing_and_media(&file, &mut config)?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Connections, authentication failures and body timeouts.
+    fn resolve_connections(&self, file: &FileConfig, config: &mut Config) -> anyhow::Result<()> {
         if let Some(n) = self.db_connections.or(file.db_connections) {
             config.db_connections = n.clamp(1, 64);
         }
@@ -342,6 +363,15 @@ impl Settings {
         if let Some(secs) = self.body_timeout.or(file.body_timeout) {
             config.body_timeout_ms = secs.clamp(1, 3600) * 1000;
         }
+        Ok(())
+    }
+
+    /// How long records are kept, and each account's quotas.
+    fn resolve_retention_and_quotas(
+        &self,
+        file: &FileConfig,
+        config: &mut Config,
+    ) -> anyhow::Result<()> {
         let retain = |name: &str, flag: Option<String>, file: Option<String>, into: &mut i64| {
             if let Some(text) = flag.or(file) {
                 *into = crate::config::parse_duration_ms(&text)
@@ -400,10 +430,15 @@ impl Settings {
         if let Some(n) = self.max_run_state_bytes.or(file.max_run_state_bytes) {
             config.max_run_state_bytes = n.clamp(4_096, 64 * 1024 * 1024);
         }
+        Ok(())
+    }
+
+    /// Outbound requests, HTTPS, the simulated network and the senders it uses.
+    fn resolve_networks(&self, file: &FileConfig, config: &mut Config) -> anyhow::Result<()> {
         if let Some(mode) = self.outbound_private.or(file.outbound_private) {
             config.outbound_private = Some(mode);
         }
-        if let Some(list) = self.outbound_allow.clone().or(file.outbound_allow) {
+        if let Some(list) = self.outbound_allow.clone().or(file.outbound_allow.clone()) {
             config.outbound_allow = list
                 .iter()
                 .filter(|n| !n.trim().is_empty())
@@ -419,9 +454,9 @@ impl Settings {
         }
         config.tls = resolve_tls(
             &config.listen,
-            self.tls_listen.clone().or(file.tls_listen),
-            self.tls_cert.clone().or(file.tls_cert),
-            self.tls_key.clone().or(file.tls_key),
+            self.tls_listen.clone().or(file.tls_listen.clone()),
+            self.tls_cert.clone().or(file.tls_cert.clone()),
+            self.tls_key.clone().or(file.tls_key.clone()),
         )?;
         if let Some(on) = self.simulated_network.or(file.simulated_network) {
             config.simulated_network = on;
@@ -429,19 +464,32 @@ impl Settings {
         if let Some(step) = self.sim_step.or(file.sim_step_ms) {
             config.sim_step_ms = step.clamp(1, 3_600_000);
         }
-        if let Some(sender) = self.shared_sender.clone().or(file.shared_sender) {
+        if let Some(sender) = self.shared_sender.clone().or(file.shared_sender.clone()) {
             config.shared_sender = sender;
         }
-        if let Some(stop) = self.stop_number.clone().or(file.stop_number) {
+        if let Some(stop) = self.stop_number.clone().or(file.stop_number.clone()) {
             config.stop_number = stop;
         }
+        Ok(())
+    }
+
+    /// Credit thresholds, audio bounds, workers, the public URL, rate limits and SMPP connectors.
+    fn resolve_billing_and_media(
+        &self,
+        file: &FileConfig,
+        config: &mut Config,
+    ) -> anyhow::Result<()> {
         let cents = |name: &str, v: String| {
             dialtone_domain::Money::parse_cents(&v).map_err(|e| anyhow::anyhow!("--{name}: {e}"))
         };
-        if let Some(v) = self.credit_warning.clone().or(file.credit_warning) {
+        if let Some(v) = self.credit_warning.clone().or(file.credit_warning.clone()) {
             config.credit_warning = cents("credit-warning", v)?;
         }
-        if let Some(v) = self.credit_shutdown.clone().or(file.credit_shutdown) {
+        if let Some(v) = self
+            .credit_shutdown
+            .clone()
+            .or(file.credit_shutdown.clone())
+        {
             config.credit_shutdown = cents("credit-shutdown", v)?;
         }
         if let Some(n) = self.audio_max_bytes.or(file.audio_max_bytes) {
@@ -453,7 +501,7 @@ impl Settings {
         if let Some(run) = self.workers.or(file.workers) {
             config.run_workers = run;
         }
-        if let Some(url) = self.public_url.clone().or(file.public_url) {
+        if let Some(url) = self.public_url.clone().or(file.public_url.clone()) {
             config.public_url = Some(url);
         }
         if let Some(n) = self.rate_limit.or(file.rate_limit) {
@@ -462,11 +510,44 @@ impl Settings {
         if let Some(n) = self.rate_burst.or(file.rate_burst) {
             config.rate_burst = n.clamp(0, 1_000_000);
         }
-        if let Some(connectors) = file.smpp {
+        if let Some(connectors) = file.smpp.clone() {
             config.smpp = connectors;
         }
-        config.validate()?;
-        Ok(config)
+        self.resolve_sip(file, config)
+    }
+
+    /// The node's SIP side and its trunks.
+    fn resolve_sip(&self, file: &FileConfig, config: &mut Config) -> anyhow::Result<()> {
+        config.sip_node = file.sip_node.clone();
+        if let Some(trunks) = file.sip.clone() {
+            config.sip = trunks;
+        }
+        let wanted = self.sip_listen.is_some()
+            || self.sip_public_ip.is_some()
+            || self.rtp_ports.is_some()
+            || !config.sip.is_empty();
+        if wanted && config.sip_node.is_none() {
+            config.sip_node = Some(dialtone_sip::NodeConfig::default());
+        }
+        if let Some(node) = config.sip_node.as_mut() {
+            if let Some(listen) = self.sip_listen {
+                node.listen = listen;
+            }
+            if let Some(ip) = self.sip_public_ip {
+                node.public_ip = Some(ip);
+            }
+            if let Some(ports) = &self.rtp_ports {
+                let (first, last) = ports
+                    .split_once('-')
+                    .and_then(|(a, b)| Some((a.trim().parse().ok()?, b.trim().parse().ok()?)))
+                    .ok_or_else(|| {
+                        anyhow::anyhow!("--rtp-ports: first-last, such as 20000-30000")
+                    })?;
+                node.rtp_first = first;
+                node.rtp_last = last;
+            }
+        }
+        Ok(())
     }
 }
 

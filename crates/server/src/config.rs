@@ -121,6 +121,12 @@ pub struct Config {
     pub smpp: Vec<SmppConfig>,
     /// HTTPS beside HTTP; None: HTTP only.
     pub tls: Option<Tls>,
+    /// The node's SIP side (`[sip_node]`, `--sip-listen`); None: no SIP listener (it starts
+    /// anyway, with the defaults, once a trunk is configured or added).
+    pub sip_node: Option<dialtone_sip::NodeConfig>,
+    /// SIP trunks (`[[sip]]` tables of the TOML file); none: calls stay on the simulated
+    /// network.
+    pub sip: Vec<dialtone_sip::TrunkConfig>,
 }
 
 /// The HTTPS listener.
@@ -217,6 +223,10 @@ pub struct FileConfig {
     pub outbound_allow: Option<Vec<String>>,
     /// See [`Config::smpp`].
     pub smpp: Option<Vec<SmppConfig>>,
+    /// See [`Config::sip_node`].
+    pub sip_node: Option<dialtone_sip::NodeConfig>,
+    /// See [`Config::sip`].
+    pub sip: Option<Vec<dialtone_sip::TrunkConfig>>,
     /// See [`Tls::listen`] (`off`: HTTP only).
     pub tls_listen: Option<String>,
     /// See [`Tls::identity`].
@@ -313,6 +323,8 @@ impl Config {
             max_run_state_bytes: 256 * 1024,
             smpp: Vec::new(),
             tls: None,
+            sip_node: None,
+            sip: Vec::new(),
         }
     }
 
@@ -341,8 +353,32 @@ impl Config {
         {
             anyhow::bail!("--admin-token must be at least 16 characters");
         }
-        validate_smpp(&self.smpp)
+        validate_smpp(&self.smpp)?;
+        if let Some(node) = &self.sip_node {
+            let problems = node.problems();
+            if !problems.is_empty() {
+                anyhow::bail!("[sip_node]: {}", problems.join("; "));
+            }
+        }
+        validate_sip(&self.sip)
     }
+}
+
+/// Each trunk valid, names unique, at most one default.
+pub fn validate_sip(trunks: &[dialtone_sip::TrunkConfig]) -> anyhow::Result<()> {
+    for (i, t) in trunks.iter().enumerate() {
+        let problems = t.problems();
+        if !problems.is_empty() {
+            anyhow::bail!("sip trunk {:?}: {}", t.name, problems.join("; "));
+        }
+        if trunks[..i].iter().any(|o| o.name == t.name) {
+            anyhow::bail!("sip trunk {:?}: the name is taken", t.name);
+        }
+    }
+    if trunks.iter().filter(|t| t.default).count() > 1 {
+        anyhow::bail!("at most one sip trunk may be the default");
+    }
+    Ok(())
 }
 
 /// Each connector valid, names unique, at most one default.

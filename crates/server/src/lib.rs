@@ -4,37 +4,60 @@
 //! Handlers are thin: they parse and validate into domain types, call the store, and render.
 //! Business rules live in `dialtone-domain`; SQL lives in `dialtone-store`.
 
-pub mod admin;
-pub mod admin_smpp;
+pub(crate) mod admin;
+pub(crate) mod admin_sip;
+pub(crate) mod admin_smpp;
 pub mod app;
-pub mod billing;
+pub(crate) mod billing;
 pub mod bootstrap;
 pub mod cli;
 pub mod config;
-pub mod http;
-pub mod jsonrpc;
-pub mod media;
-pub mod metrics;
-pub mod networks;
-pub mod numbers;
-pub mod ops;
+pub(crate) mod error;
+pub(crate) mod http;
+pub(crate) mod jsonrpc;
+pub(crate) mod media;
+pub(crate) mod metrics;
+pub(crate) mod networks;
+pub(crate) mod numbers;
+pub(crate) mod ops;
 pub mod outbound;
 pub mod provisioning;
-pub mod quotas;
-pub mod rest11;
-pub mod sandbox;
-pub mod scenarios;
-pub mod serve;
-pub mod share;
-pub mod sms;
+pub(crate) mod quotas;
+pub(crate) mod rest11;
+pub(crate) mod sandbox;
+pub(crate) mod scenarios;
+pub(crate) mod serve;
+pub(crate) mod share;
+pub(crate) mod sms;
+pub(crate) mod speech;
 pub mod state;
-pub mod tally;
-pub mod tasks;
+pub(crate) mod tally;
+pub(crate) mod tasks;
 pub mod tls;
-pub mod v2;
-pub mod wake;
-pub mod webhooks;
+pub(crate) mod v2;
+pub(crate) mod voice;
+pub(crate) mod wake;
+pub(crate) mod webhooks;
 pub mod workers;
 
 pub use app::Application;
 pub use config::Config;
+
+/// What the `dialtone` binary's operator commands use besides the server: accounts made
+/// from the command line, the number inventory and rate table imports, and the audio
+/// converter's child process.
+pub mod operator {
+    pub use crate::admin::AccountView;
+    pub use crate::billing::rates::{import as import_rates, parse as parse_rates};
+    pub use crate::media::converter::run_child as run_converter_child;
+    pub use crate::numbers::inventory::{import as import_inventory, parse as parse_inventory};
+}
+
+/// What the black-box tests drive directly besides the interfaces: the audio converter
+/// with its bounds, the record-by-phone line, and the SMPP events of a connector.
+pub mod testing {
+    pub use crate::media::conversion::{LEASE_MS, MAX_ATTEMPTS};
+    pub use crate::media::converter::{Budget, convert};
+    pub use crate::media::{budget, emit_status, limits, phone_recording};
+    pub use crate::sms::carrier_events::handle;
+}

@@ -8,8 +8,9 @@ use dialtone::cli::{
     SenderCommand,
 };
 use dialtone::config::{Config, LogFormat};
+use dialtone::operator::AccountView;
 use dialtone::provisioning::{self, AccountRequest};
-use dialtone::{Application, admin::AccountView, app, bootstrap};
+use dialtone::{Application, app, bootstrap};
 use dialtone_domain::account::BillingMode;
 use dialtone_domain::{Money, Sid, SystemClock};
 use dialtone_store::accounts;
@@ -33,7 +34,7 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     // The audio converter's child process: synchronous, no runtime, no configuration.
     if let Some(Command::ConvertAudio(args)) = &cli.command {
-        return dialtone::media::converter::run_child(args);
+        return dialtone::operator::run_converter_child(args);
     }
     match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -134,7 +135,9 @@ async fn serve(config: Config) -> anyhow::Result<()> {
                     bootstrap::announcement(&made, &format!("http://{addr}"), https.as_ref())
                 ),
                 Ok(None) => {}
-                Err(e) => tracing::error!(error = %e, "could not create the dev account"),
+                Err(e) => {
+                    tracing::error!(error = %format!("{e:#}"), "could not create the dev account")
+                }
             }
         });
     }
@@ -235,7 +238,7 @@ async fn inventory(config: Config, cmd: InventoryCommand) -> anyhow::Result<()> 
         InventoryCommand::Import { file } => {
             let text = std::fs::read_to_string(&file)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-            let ranges = dialtone::numbers::inventory::parse(&text).map_err(|errors| {
+            let ranges = dialtone::operator::parse_inventory(&text).map_err(|errors| {
                 let lines: Vec<String> = errors
                     .iter()
                     .map(|e| format!("line {}: {}", e.line, e.message))
@@ -246,7 +249,7 @@ async fn inventory(config: Config, cmd: InventoryCommand) -> anyhow::Result<()> 
                     lines.join("\n")
                 )
             })?;
-            let count = dialtone::numbers::inventory::import(&store, ranges).await?;
+            let count = dialtone::operator::import_inventory(&store, ranges).await?;
             println!(
                 "{} numbers added, {} already in the inventory",
                 count.added, count.skipped
@@ -262,7 +265,7 @@ async fn rates(config: Config, cmd: RatesCommand) -> anyhow::Result<()> {
         RatesCommand::Import { file } => {
             let text = std::fs::read_to_string(&file)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-            let list = dialtone::billing::rates::parse(&text).map_err(|errors| {
+            let list = dialtone::operator::parse_rates(&text).map_err(|errors| {
                 let lines: Vec<String> = errors
                     .iter()
                     .map(|e| format!("line {}: {}", e.line, e.message))
@@ -273,7 +276,7 @@ async fn rates(config: Config, cmd: RatesCommand) -> anyhow::Result<()> {
                     lines.join("\n")
                 )
             })?;
-            let n = dialtone::billing::rates::import(&store, list).await?;
+            let n = dialtone::operator::import_rates(&store, list).await?;
             println!("{n} rates imported");
         }
     }

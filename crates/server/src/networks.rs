@@ -2,20 +2,25 @@
 //! off), and the SMPP connectors of the configuration file and of `/admin`, routed by
 //! destination prefix. Connectors can be added and removed while the server runs.
 //!
+//! The voice networks calls are carried on, routed the same way ([`Networks::voice_for`]):
+//! the SIP trunks of the node by prefix (and the default trunk), the simulated network for
+//! the rest.
+//!
 //! An SMS keeps the network it was routed to when it was accepted (`sms.carrier`). While
 //! that network runs, the SMS goes there; when it is gone (a connector removed), the SMS is
 //! routed again, to connectors only: it waits, visible to the operator, until a connector
 //! routes its destination, and is never handed to the simulated network, which would report
 //! it delivered by a network that never took it.
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use dialtone_carrier::smpp::{CarrierEvent, Smpp, SmppConfig};
-use dialtone_carrier::{Carrier, Routes, Simulated};
+use dialtone_carrier::{Carrier, Routes, Simulated, VoiceNetwork};
+use dialtone_sip::SipNode;
 use tokio::sync::mpsc;
 
 /// The name the simulated network carries SMS under.
-pub const SIMULATED: &str = "simulated";
+pub(crate) const SIMULATED: &str = "simulated";
 
 /// Where a connector's configuration comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,8 +52,12 @@ struct Current {
 /// Every network, routed.
 pub struct Networks {
     simulated: Option<Arc<Simulated>>,
+    /// Voice networks by prefix (the simulated network for the rest, when it is on).
+    voice: Routes<dyn VoiceNetwork>,
     events: mpsc::Sender<CarrierEvent>,
     current: RwLock<Current>,
+    /// The node's SIP side, once started.
+    sip: OnceLock<Arc<SipNode>>,
 }
 
 impl Networks {
@@ -64,10 +73,13 @@ impl Networks {
             .map(|(c, source)| (Smpp::start(c.clone(), events.clone()), *source))
             .collect();
         let current = current(connectors, simulated.as_ref());
+        let voice = Routes::new(simulated.clone().map(|s| -> Arc<dyn VoiceNetwork> { s }));
         let networks = Arc::new(Self {
+            voice,
             simulated,
             events,
             current: RwLock::new(current),
+            sip: OnceLock::new(),
         });
         (networks, rx)
     }
@@ -83,6 +95,43 @@ impl Networks {
     /// The simulated network, when it is on.
     pub fn simulated(&self) -> Option<&Arc<Simulated>> {
         self.simulated.as_ref()
+    }
+
+    /// The node's SIP side, when it runs.
+    pub fn sip(&self) -> Option<&Arc<SipNode>> {
+        self.sip.get()
+    }
+
+    /// Routes calls through the node's SIP side from now on (set once).
+    pub fn set_sip(&self, node: Arc<SipNode>) {
+        let _ = self.sip.set(node);
+    }
+
+    /// The voice network that places calls to `to`; None when no network carries calls
+    /// there.
+    pub fn voice_for(&self, to: &str) -> Option<Arc<dyn VoiceNetwork>> {
+        match self.sip.get() {
+            Some(node) => {
+                let fallback = self
+                    .simulated
+                    .clone()
+                    .map(|s| -> Arc<dyn VoiceNetwork> { s });
+                node.routes(fallback).carrier_for(to).cloned()
+            }
+            None => self.voice.carrier_for(to).cloned(),
+        }
+    }
+
+    /// The voice network named `name` (the network a call leg is on): the simulated
+    /// network, or a SIP trunk (which carries its calls on even when it was removed).
+    pub fn voice(&self, name: &str) -> Option<Arc<dyn VoiceNetwork>> {
+        match name {
+            SIMULATED => self
+                .simulated
+                .clone()
+                .map(|s| -> Arc<dyn VoiceNetwork> { s }),
+            _ => self.sip.get().map(|node| node.network(name)),
+        }
     }
 
     /// The name of the network a new SMS to `to` is routed to; None when no network

@@ -6,11 +6,11 @@
 use dialtone_store::{Conn, params};
 
 use crate::config::Config;
-use crate::http::error::ApiError;
+use crate::error::{AppError, ErrorCode};
 
 /// A resource an account holds a bounded number of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Quota {
+pub(crate) enum Quota {
     /// Webhook subscriptions.
     Webhooks,
     /// Actions scenarios.
@@ -53,18 +53,27 @@ impl Quota {
 }
 
 /// 403 `quota_exceeded`.
-fn exceeded(message: String) -> ApiError {
-    ApiError::forbidden("quota_exceeded", message)
+fn exceeded(message: String) -> AppError {
+    AppError::new(ErrorCode::QuotaExceeded, message)
 }
 
 /// Refuses one more `quota` resource for the account when it holds its limit.
-pub fn check(
+pub(crate) fn check(
     c: &mut dyn Conn,
     config: &Config,
     quota: Quota,
     account_id: i64,
-) -> Result<(), ApiError> {
-    let limit = quota.limit(config);
+) -> Result<(), AppError> {
+    check_limit(c, quota, account_id, quota.limit(config))
+}
+
+/// Refuses one more `quota` resource for the account when it holds `limit`.
+pub(crate) fn check_limit(
+    c: &mut dyn Conn,
+    quota: Quota,
+    account_id: i64,
+    limit: i64,
+) -> Result<(), AppError> {
     let held = c
         .query_one(quota.count_sql(), params![account_id])?
         .int(0)?;
@@ -79,13 +88,13 @@ pub fn check(
 
 /// Refuses `adding` more bytes of audio when the account's stored audio (originals) would
 /// exceed its limit; `replacing` is the size of the content this one replaces.
-pub fn check_audio_bytes(
+pub(crate) fn check_audio_bytes(
     c: &mut dyn Conn,
     config: &Config,
     account_id: i64,
     adding: usize,
     replacing: i64,
-) -> Result<(), ApiError> {
+) -> Result<(), AppError> {
     let held = c
         .query_one(
             "SELECT COALESCE(sum(length(c.original)), 0) FROM audio_contents c \
@@ -106,7 +115,7 @@ pub fn check_audio_bytes(
 }
 
 /// The size of a file's current content (0 without one).
-pub fn content_size(c: &mut dyn Conn, file_id: i64) -> Result<i64, ApiError> {
+pub(crate) fn content_size(c: &mut dyn Conn, file_id: i64) -> Result<i64, AppError> {
     Ok(c.query_opt(
         "SELECT length(original) FROM audio_contents WHERE audio_file_id = $1",
         params![file_id],

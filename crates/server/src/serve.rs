@@ -5,7 +5,7 @@
 //! are served; the TLS handshake and then the request headers must each arrive within
 //! `--header-timeout`; a body within `--body-timeout` of the request's start), each request
 //! tagged with its client's address, and a graceful stop: no new connections, in-flight
-//! requests finish (within [`STOP_GRACE`](crate::app::STOP_GRACE)).
+//! requests finish (within [`STOP_GRACE`]).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -24,8 +24,11 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::http::client::{Admitted, ClientAddr, Connections};
 
+/// How long a stop waits for in-flight requests, then for the background tick in progress.
+pub(crate) const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// What the accept loop serves.
-pub struct Listeners {
+pub(crate) struct Listeners {
     /// Plain HTTP.
     pub http: TcpListener,
     /// HTTPS, with the TLS settings it presents.
@@ -33,7 +36,7 @@ pub struct Listeners {
 }
 
 /// Serves `router` on the listeners until `shutdown` resolves, then waits for open requests.
-pub async fn serve(
+pub(crate) async fn serve(
     listeners: Listeners,
     router: Router,
     header_timeout: Duration,
@@ -102,7 +105,7 @@ pub async fn serve(
     }
     drop(http);
     drop(https);
-    if tokio::time::timeout(crate::app::STOP_GRACE, graceful.shutdown())
+    if tokio::time::timeout(STOP_GRACE, graceful.shutdown())
         .await
         .is_err()
     {

@@ -1,6 +1,8 @@
 //! A kind of background work shared fairly between accounts on this node: each account has
 //! at most a few items in progress, and a claim leaves out the accounts at their cap, so one
-//! account with thousands of due items never keeps the others' waiting.
+//! account with thousands of due items never keeps the others' waiting. For work that is
+//! long and scarce (transcriptions), accounts also take turns: the one served least
+//! recently goes first ([`Share::in_turn`]).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -13,7 +15,20 @@ pub struct Share {
     cap: usize,
     counts: Mutex<HashMap<i64, usize>>,
     running: Tally,
+    /// When each account last started an item (a sequence number), for turns.
+    turns: Mutex<Turns>,
 }
+
+/// The last start of each account recently served.
+#[derive(Debug, Default)]
+struct Turns {
+    next: u64,
+    last: HashMap<i64, u64>,
+}
+
+/// Accounts whose last turn is remembered; past this the older half is forgotten (they
+/// then count as never served, which only moves them forward).
+const MAX_TURNS: usize = 4096;
 
 /// Most accounts a claim leaves out by name (the busiest first).
 const MAX_EXCLUDED: usize = 64;
@@ -25,7 +40,14 @@ impl Share {
             cap: cap.max(1),
             counts: Mutex::default(),
             running: Tally::default(),
+            turns: Mutex::default(),
         }
+    }
+
+    /// `accounts` in turn order: never served first, then the one served least recently.
+    pub fn in_turn(&self, accounts: &mut [i64]) {
+        let turns = self.turns.lock().unwrap_or_else(|p| p.into_inner());
+        accounts.sort_by_key(|a| turns.last.get(a).copied().unwrap_or(0));
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<i64, usize>> {
@@ -60,6 +82,14 @@ impl Share {
     pub fn start(&self, account: i64) {
         *self.lock().entry(account).or_insert(0) += 1;
         self.running.add(1);
+        let mut turns = self.turns.lock().unwrap_or_else(|p| p.into_inner());
+        turns.next += 1;
+        let now = turns.next;
+        turns.last.insert(account, now);
+        if turns.last.len() > MAX_TURNS {
+            let keep_from = now.saturating_sub((MAX_TURNS / 2) as u64);
+            turns.last.retain(|_, at| *at >= keep_from);
+        }
     }
 
     /// An item of `account` ended.
@@ -121,5 +151,16 @@ mod tests {
         assert_eq!(share.full(), [1]);
         share.done(1);
         assert!(share.full().is_empty());
+    }
+
+    #[test]
+    fn accounts_take_turns() {
+        let share = Share::new(1);
+        share.start(7);
+        share.start(8);
+        share.start(7);
+        let mut accounts = [7, 8, 9];
+        share.in_turn(&mut accounts);
+        assert_eq!(accounts, [9, 8, 7], "never served, then the least recent");
     }
 }

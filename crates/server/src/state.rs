@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use dialtone_carrier::Simulated;
 use dialtone_domain::Clock;
 use dialtone_store::Store;
 
@@ -18,6 +17,17 @@ impl AppState {
     /// Wraps the parts every handler and worker shares.
     pub fn new(shared: Shared) -> Self {
         Self(Arc::new(shared))
+    }
+
+    /// A reference that does not keep the state alive (for what the state itself holds,
+    /// such as the SIP network's view of the platform).
+    pub(crate) fn downgrade(&self) -> std::sync::Weak<Shared> {
+        Arc::downgrade(&self.0)
+    }
+
+    /// The state a [`AppState::downgrade`] refers to, while it lives.
+    pub(crate) fn upgrade(weak: &std::sync::Weak<Shared>) -> Option<Self> {
+        weak.upgrade().map(Self)
     }
 }
 
@@ -42,10 +52,9 @@ pub struct Shared {
     /// The networks SMS leave through: the SMPP connectors, their routes, and the simulated
     /// network.
     pub networks: Arc<crate::networks::Networks>,
-    /// The simulated network, unless the operator turned it off (enables `/sandbox`).
-    pub simulated: Option<Arc<Simulated>>,
-    /// The SMS submissions to real networks running on this node.
-    pub submissions: crate::sms::submission::InFlight,
+    /// The SMS submissions to real networks running on this node, so a test (or a stop)
+    /// can wait for them to be settled.
+    pub submissions: crate::tally::Tally,
     /// Wakes the background workers when new work is committed.
     pub wake: Arc<crate::wake::Wake>,
     /// Wakes the delivery worker when a try ended (its endpoint may take the next one).
@@ -53,14 +62,14 @@ pub struct Shared {
     /// Wakes the SMS worker when an SMS to send is committed.
     pub sms_wake: Arc<crate::wake::Wake>,
     /// Sizes the SMS worker's transactions by the load on the writer.
-    pub sms_pacing: crate::sms::progress::Pacing,
+    pub sms_pacing: crate::sms::pacing::Pacing,
     /// HTTP client of webhook deliveries.
     pub http: reqwest::Client,
     /// The webhook tries in flight on this node, by account and endpoint.
     pub deliveries: crate::webhooks::dispatch::Dispatch,
     /// Where ended tries go to be recorded (started with the first).
     pub delivery_recorder: std::sync::OnceLock<
-        tokio::sync::mpsc::UnboundedSender<crate::webhooks::delivery::RecordedTry>,
+        tokio::sync::mpsc::UnboundedSender<crate::webhooks::recorded_try::RecordedTry>,
     >,
     /// HTTP client of scenario fetches (no redirects).
     pub fetch_http: reqwest::Client,
@@ -68,6 +77,8 @@ pub struct Shared {
     pub outbound: Arc<crate::outbound::Outbound>,
     /// The audio conversions running on this node, by account.
     pub conversions: crate::share::Share,
+    /// The transcriptions running on this node, by account.
+    pub transcriptions: crate::share::Share,
     /// When the next retention pass may run (Unix ms).
     pub next_prune: std::sync::atomic::AtomicI64,
     /// The runs the runs worker drives on this node, by account.
@@ -85,4 +96,6 @@ pub struct Shared {
     pub limiter: Arc<crate::http::rate_limit::RateLimiter>,
     /// Password checks a few at a time, and failed authentications per client address.
     pub auth_guard: crate::http::guard::AuthGuard,
+    /// Text spoken on calls (synthesized, cached).
+    pub(crate) speech: Arc<crate::speech::Speech>,
 }

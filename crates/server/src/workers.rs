@@ -4,7 +4,7 @@
 //!
 //! Production runs each kind in a loop of its own: the SMS worker (four status moves per SMS
 //! on the simulated network, the bulk of the background writes), webhook deliveries, runs,
-//! tasks, audio conversions, and the housekeeping (expiries, monthly fees, purges, kept
+//! tasks, audio conversions, transcriptions, and the housekeeping (expiries, monthly fees, purges, kept
 //! receipts). A kind that is slow (a hanging receiver, a long fetch, a big file) or failing
 //! holds up only itself: no kind waits behind another, and one kind's error never skips the
 //! others.
@@ -39,18 +39,21 @@ pub enum Kind {
     Tasks,
     /// Audio conversions.
     Conversions,
+    /// Transcriptions of recordings.
+    Transcriptions,
     /// Expiries, monthly fees, purges and kept receipts.
     Housekeeping,
 }
 
 impl Kind {
     /// Every kind.
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 7] = [
         Kind::Sms,
         Kind::Deliveries,
         Kind::Runs,
         Kind::Tasks,
         Kind::Conversions,
+        Kind::Transcriptions,
         Kind::Housekeeping,
     ];
 
@@ -61,6 +64,7 @@ impl Kind {
             Kind::Runs => "runs",
             Kind::Tasks => "tasks",
             Kind::Conversions => "conversions",
+            Kind::Transcriptions => "transcriptions",
             Kind::Housekeeping => "housekeeping",
         }
     }
@@ -84,6 +88,7 @@ pub fn tick_kind(state: &AppState, kind: Kind) -> Ticked<'_> {
         Kind::Runs => Box::pin(crate::scenarios::worker::tick(state)),
         Kind::Tasks => Box::pin(crate::tasks::tick(state)),
         Kind::Conversions => Box::pin(crate::media::conversion::tick(state)),
+        Kind::Transcriptions => Box::pin(crate::voice::transcriptions::tick(state)),
         Kind::Housekeeping => Box::pin(housekeeping(state)),
     }
 }

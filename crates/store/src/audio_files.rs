@@ -11,7 +11,7 @@ use dialtone_domain::{E164, Sid, Timestamp};
 
 use crate::params;
 use crate::search::{self, Paging};
-use crate::sql::{Conn, DbError, Dialect, Row, SqlBuilder};
+use crate::sql::{Conn, DbError, Dialect, SqlBuilder};
 
 /// Created without content.
 pub const PENDING_CONTENT: &str = "pending-content";
@@ -36,8 +36,13 @@ pub const STATUSES: [&str; 5] = [
 pub const SOURCE_UPLOAD: &str = "upload";
 /// Content recorded by phone.
 pub const SOURCE_PHONE: &str = "phone";
+/// Content spoken from a text.
+pub const SOURCE_TTS: &str = "tts";
 /// Every source.
-pub const SOURCES: [&str; 2] = [SOURCE_UPLOAD, SOURCE_PHONE];
+pub const SOURCES: [&str; 3] = [SOURCE_UPLOAD, SOURCE_PHONE, SOURCE_TTS];
+/// The content type of a text to speak (its "original" is the text): the conversion
+/// worker speaks it instead of decoding it.
+pub const TTS_CONTENT_TYPE: &str = "text/x-dialtone-tts";
 
 /// An audio file (without its content).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,6 +67,10 @@ pub struct AudioFile {
     pub duration_ms: Option<i64>,
     /// Why the conversion failed (when `error`).
     pub error: Option<String>,
+    /// The voice of a text-to-speech file.
+    pub voice: Option<String>,
+    /// The text of a text-to-speech file.
+    pub text: Option<String>,
     /// Bumped by every new content.
     pub revision: i64,
     /// Creation time.
@@ -70,24 +79,24 @@ pub struct AudioFile {
     pub updated: Timestamp,
 }
 
-const COLUMNS: &str = "id, sid, account_id, name, status, source, content_type, size, duration_ms, error, revision, created, updated";
-
-fn from_row(r: &Row) -> Result<AudioFile, DbError> {
-    Ok(AudioFile {
-        id: r.int(0)?,
-        sid: Sid::from_stored(r.text(1)?),
-        account_id: r.int(2)?,
-        name: r.text(3)?,
-        status: r.text(4)?,
-        source: r.opt_text(5)?,
-        content_type: r.opt_text(6)?,
-        size: r.opt_int(7)?,
-        duration_ms: r.opt_int(8)?,
-        error: r.opt_text(9)?,
-        revision: r.int(10)?,
-        created: r.timestamp(11)?,
-        updated: r.timestamp(12)?,
-    })
+crate::row_decoder! {
+    const COLUMNS; fn from_row -> AudioFile {
+        id: int("id"),
+        sid: sid("sid"),
+        account_id: int("account_id"),
+        name: text("name"),
+        status: text("status"),
+        source: opt_text("source"),
+        content_type: opt_text("content_type"),
+        size: opt_int("size"),
+        duration_ms: opt_int("duration_ms"),
+        error: opt_text("error"),
+        voice: opt_text("voice"),
+        text: opt_text("text"),
+        revision: int("revision"),
+        created: timestamp("created"),
+        updated: timestamp("updated"),
+    }
 }
 
 /// Creates an audio file without content (`pending-content`).
@@ -224,7 +233,7 @@ pub fn set_content(
     let row = conn.query_one(
         &format!(
             "UPDATE audio_files SET status = $1, source = $2, content_type = $3, size = $4, duration_ms = NULL, \
-             error = NULL, revision = revision + 1, updated = $5 WHERE id = $6 RETURNING {COLUMNS}"
+             error = NULL, voice = NULL, text = NULL, revision = revision + 1, updated = $5 WHERE id = $6 RETURNING {COLUMNS}"
         ),
         params![PENDING_CONVERSION, source, content_type, size, now, file_id],
     )?;
@@ -242,6 +251,30 @@ pub fn set_content(
     Ok(file)
 }
 
+/// Stores a text to speak as the file's content (source `tts`, its text and voice kept) and
+/// queues its synthesis like a conversion.
+pub fn set_tts(
+    conn: &mut dyn Conn,
+    file_id: i64,
+    text: &str,
+    voice: &str,
+    now: Timestamp,
+) -> Result<AudioFile, DbError> {
+    set_content(
+        conn,
+        file_id,
+        SOURCE_TTS,
+        TTS_CONTENT_TYPE,
+        text.as_bytes(),
+        now,
+    )?;
+    let row = conn.query_one(
+        &format!("UPDATE audio_files SET voice = $1, text = $2 WHERE id = $3 RETURNING {COLUMNS}"),
+        params![voice, text, file_id],
+    )?;
+    from_row(&row)
+}
+
 /// A conversion job claimed by a worker, with the content to convert.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Claimed {
@@ -255,10 +288,12 @@ pub struct Claimed {
     pub attempts: i64,
     /// Declared content type.
     pub content_type: String,
-    /// The uploaded bytes.
+    /// The uploaded bytes (the text, for a text to speak).
     pub original: Vec<u8>,
     /// The file's account.
     pub account_id: i64,
+    /// The voice of a text to speak.
+    pub voice: Option<String>,
 }
 
 /// Whether a conversion job is due at `now` (a cheap read before claiming in a write).
@@ -311,7 +346,7 @@ pub fn claim_conversions(
     let mut claimed = Vec::with_capacity(taken.len());
     for (job, account) in taken {
         let Some(r) = conn.query_opt(
-            "SELECT j.id, j.audio_file_id, j.revision, j.attempts + 1, COALESCE(f.content_type, ''), c.original \
+            "SELECT j.id, j.audio_file_id, j.revision, j.attempts + 1, COALESCE(f.content_type, ''), c.original, f.voice \
              FROM audio_conversions j JOIN audio_files f ON f.id = j.audio_file_id \
              JOIN audio_contents c ON c.audio_file_id = j.audio_file_id WHERE j.id = $1",
             params![job],
@@ -327,6 +362,7 @@ pub fn claim_conversions(
             content_type: r.text(4)?,
             original: r.blob(5)?,
             account_id: account,
+            voice: r.opt_text(6)?,
         };
         conn.execute(
             "UPDATE audio_conversions SET next_at = $1, attempts = $2 WHERE id = $3",

@@ -1,10 +1,13 @@
 //! Calls and their call detail records (CDR), the timeline of what happened on each call
 //! (for the sandbox), and the recordings calls make.
 
+use dialtone_domain::call::{
+    CallDirection, CallStatus, HangupSource, RecordingKind, TranscriptStatus,
+};
 use dialtone_domain::{Money, Sid, Timestamp};
 
 use crate::params;
-use crate::sql::{Conn, DbError, Row};
+use crate::sql::{Conn, DbError};
 
 /// A call (one leg).
 #[derive(Debug, Clone, PartialEq)]
@@ -15,8 +18,8 @@ pub struct Call {
     pub callid: String,
     /// The account it belongs to (the owner of the number called, or the caller).
     pub account_id: i64,
-    /// `inbound` or `outbound`.
-    pub direction: String,
+    /// Which way it goes.
+    pub direction: CallDirection,
     /// Calling number.
     pub caller: String,
     /// Called number.
@@ -25,8 +28,8 @@ pub struct Call {
     pub number: Option<String>,
     /// Scenario sid that handled it.
     pub scenario_sid: Option<String>,
-    /// `ringing`, `answered` or `ended`.
-    pub status: String,
+    /// Where it is in its life.
+    pub status: CallStatus,
     /// Start.
     pub started: Timestamp,
     /// Answer.
@@ -35,38 +38,39 @@ pub struct Call {
     pub ended: Option<Timestamp>,
     /// Q.850 cause.
     pub hangup_cause: Option<i64>,
-    /// `caller`, `callee` or `system`.
-    pub hangup_source: Option<String>,
+    /// Who ended it.
+    pub hangup_source: Option<HangupSource>,
     /// Billed amount.
     pub billing_debit: Money,
     /// The inbound leg an outbound leg was dialled from.
     pub parent_id: Option<i64>,
     /// DTMF digits received and not yet consumed.
     pub dtmf: String,
+    /// The voice network carrying it (`simulated`, or a SIP trunk's name).
+    pub network: String,
 }
 
-const COLUMNS: &str = "id, callid, account_id, direction, caller, callee, number, scenario_sid, status, started, answered, ended, hangup_cause, hangup_source, billing_debit, parent_id, dtmf";
-
-fn from_row(r: &Row) -> Result<Call, DbError> {
-    Ok(Call {
-        id: r.int(0)?,
-        callid: r.text(1)?,
-        account_id: r.int(2)?,
-        direction: r.text(3)?,
-        caller: r.text(4)?,
-        callee: r.text(5)?,
-        number: r.opt_text(6)?,
-        scenario_sid: r.opt_text(7)?,
-        status: r.text(8)?,
-        started: r.timestamp(9)?,
-        answered: r.opt_timestamp(10)?,
-        ended: r.opt_timestamp(11)?,
-        hangup_cause: r.opt_int(12)?,
-        hangup_source: r.opt_text(13)?,
-        billing_debit: r.money(14)?,
-        parent_id: r.opt_int(15)?,
-        dtmf: r.text(16)?,
-    })
+crate::row_decoder! {
+    const COLUMNS; fn from_row -> Call {
+        id: int("id"),
+        callid: text("callid"),
+        account_id: int("account_id"),
+        direction: word("direction"),
+        caller: text("caller"),
+        callee: text("callee"),
+        number: opt_text("number"),
+        scenario_sid: opt_text("scenario_sid"),
+        status: word("status"),
+        started: timestamp("started"),
+        answered: opt_timestamp("answered"),
+        ended: opt_timestamp("ended"),
+        hangup_cause: opt_int("hangup_cause"),
+        hangup_source: opt_word("hangup_source"),
+        billing_debit: money("billing_debit"),
+        parent_id: opt_int("parent_id"),
+        dtmf: text("dtmf"),
+        network: text("network"),
+    }
 }
 
 /// A new call.
@@ -75,7 +79,7 @@ pub struct NewCall<'a> {
     /// Owner.
     pub account_id: i64,
     /// Direction.
-    pub direction: &'a str,
+    pub direction: CallDirection,
     /// Calling number.
     pub caller: &'a str,
     /// Called number.
@@ -86,9 +90,15 @@ pub struct NewCall<'a> {
     pub scenario_sid: Option<&'a str>,
     /// Parent leg.
     pub parent_id: Option<i64>,
+    /// The voice network carrying it.
+    pub network: &'a str,
+    /// The call id it gets, when the platform chose it beforehand (a dialled leg the
+    /// network carries under it as soon as it answers); None draws one.
+    pub callid: Option<&'a str>,
 }
 
-fn new_callid() -> String {
+/// A new call id: 12 random digits, the first not zero (real call ids are integers).
+pub fn new_callid() -> String {
     // Real call ids are integers; 12 random digits, first not zero.
     let n: u64 = rand::random_range(100_000_000_000..1_000_000_000_000);
     n.to_string()
@@ -97,34 +107,54 @@ fn new_callid() -> String {
 /// Stores a ringing call.
 pub fn create(conn: &mut dyn Conn, new: &NewCall<'_>, now: Timestamp) -> Result<Call, DbError> {
     loop {
+        let callid = new.callid.map_or_else(new_callid, str::to_owned);
         let row = conn.query_opt(
             &format!(
-                "INSERT INTO calls (callid, account_id, direction, caller, callee, number, scenario_sid, status, started, parent_id, updated) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, 'ringing', $8, $9, $8) ON CONFLICT (callid) DO NOTHING RETURNING {COLUMNS}"
+                "INSERT INTO calls (callid, account_id, direction, caller, callee, number, scenario_sid, status, started, parent_id, updated, network) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, 'ringing', $8, $9, $8, $10) ON CONFLICT (callid) DO NOTHING RETURNING {COLUMNS}"
             ),
             params![
-                new_callid(),
+                callid.as_str(),
                 new.account_id,
-                new.direction,
+                new.direction.as_str(),
                 new.caller,
                 new.callee,
                 new.number,
                 new.scenario_sid,
                 now,
-                new.parent_id
+                new.parent_id,
+                new.network
             ],
         )?;
         if let Some(r) = row {
             return from_row(&r);
         }
+        if new.callid.is_some() {
+            return Err(DbError::Other(format!("call id {callid} is taken")));
+        }
     }
 }
 
-/// A call by call id, whoever owns it (the sandbox addresses calls by id alone).
-pub fn by_callid(conn: &mut dyn Conn, callid: &str) -> Result<Option<Call>, DbError> {
+/// A call by its call id, whatever its account (a network reporting on a call it carries:
+/// call ids are unique).
+pub fn by_callid_any(conn: &mut dyn Conn, callid: &str) -> Result<Option<Call>, DbError> {
     conn.query_opt(
         &format!("SELECT {COLUMNS} FROM calls WHERE callid = $1"),
         params![callid],
+    )?
+    .map(|r| from_row(&r))
+    .transpose()
+}
+
+/// A call of the account by its call id.
+pub fn by_callid(
+    conn: &mut dyn Conn,
+    account_id: i64,
+    callid: &str,
+) -> Result<Option<Call>, DbError> {
+    conn.query_opt(
+        &format!("SELECT {COLUMNS} FROM calls WHERE callid = $1 AND account_id = $2"),
+        params![callid, account_id],
     )?
     .map(|r| from_row(&r))
     .transpose()
@@ -153,7 +183,7 @@ pub fn end(
     conn: &mut dyn Conn,
     id: i64,
     cause: i64,
-    source: &str,
+    source: HangupSource,
     now: Timestamp,
 ) -> Result<Option<Call>, DbError> {
     conn.query_opt(
@@ -161,7 +191,7 @@ pub fn end(
             "UPDATE calls SET status = 'ended', ended = $1, hangup_cause = $2, hangup_source = $3, updated = $1 \
              WHERE id = $4 AND status <> 'ended' RETURNING {COLUMNS}"
         ),
-        params![now, cause, source, id],
+        params![now, cause, source.as_str(), id],
     )?
     .map(|r| from_row(&r))
     .transpose()
@@ -206,6 +236,28 @@ pub fn set_audio(conn: &mut dyn Conn, id: i64, wav: &[u8]) -> Result<(), DbError
 /// The audio the caller sent, if any.
 pub fn audio(conn: &mut dyn Conn, id: i64) -> Result<Option<Vec<u8>>, DbError> {
     match conn.query_opt("SELECT audio FROM calls WHERE id = $1", params![id])? {
+        Some(r) => r.opt_blob(0),
+        None => Ok(None),
+    }
+}
+
+/// Keeps the recording of the whole call a network delivered (both directions), apart
+/// from the audio a voicemail takes (None once the call recordings hold it).
+pub fn set_call_audio(conn: &mut dyn Conn, id: i64, wav: Option<&[u8]>) -> Result<(), DbError> {
+    conn.execute(
+        "UPDATE calls SET call_audio = $1 WHERE id = $2",
+        params![wav.map(<[u8]>::to_vec), id],
+    )?;
+    Ok(())
+}
+
+/// The audio of a call recording: the whole call a network recorded, else (a network that
+/// carries no media) the audio the caller sent.
+pub fn call_audio(conn: &mut dyn Conn, id: i64) -> Result<Option<Vec<u8>>, DbError> {
+    match conn.query_opt(
+        "SELECT COALESCE(call_audio, audio) FROM calls WHERE id = $1",
+        params![id],
+    )? {
         Some(r) => r.opt_blob(0),
         None => Ok(None),
     }
@@ -259,8 +311,8 @@ pub fn timeline(conn: &mut dyn Conn, call_id: i64) -> Result<Vec<TimelineEntry>,
 pub struct NewRecording<'a> {
     /// Owner.
     pub account_id: i64,
-    /// `call` or `voicemail`.
-    pub kind: &'a str,
+    /// What it holds.
+    pub kind: RecordingKind,
     /// Calling number.
     pub caller: &'a str,
     /// Called number.
@@ -271,6 +323,21 @@ pub struct NewRecording<'a> {
     pub duration: i64,
     /// WAV audio.
     pub audio: &'a [u8],
+    /// The transcription asked for it, if any.
+    pub transcription: Option<Transcription<'a>>,
+}
+
+/// A transcription asked for a new recording.
+#[derive(Debug, Clone, Copy)]
+pub struct Transcription<'a> {
+    /// The language (BCP 47).
+    pub language: &'a str,
+    /// `pending` (a worker makes it), or `unsupported` at once (no model for the language).
+    pub status: TranscriptStatus,
+    /// Why it is not made, when unsupported.
+    pub error: Option<&'a str>,
+    /// The run and fiber whose `ready` event waits for the transcript.
+    pub waiter: Option<(i64, u32)>,
 }
 
 /// Stores a recording; returns its sid.
@@ -279,21 +346,32 @@ pub fn create_recording(
     new: &NewRecording<'_>,
     now: Timestamp,
 ) -> Result<Sid, DbError> {
+    let t = new.transcription;
+    let due = t
+        .filter(|t| t.status == TranscriptStatus::Pending)
+        .map(|_| now);
     loop {
         let sid = Sid::generate();
         let n = conn.execute(
-            "INSERT INTO recordings (sid, account_id, type, caller, callee, callid, duration, audio, created) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (sid) DO NOTHING",
+            "INSERT INTO recordings (sid, account_id, type, caller, callee, callid, duration, audio, created, \
+             transcript_status, transcript_language, transcript_error, transcript_next_at, transcript_run, transcript_fiber) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) ON CONFLICT (sid) DO NOTHING",
             params![
                 &sid,
                 new.account_id,
-                new.kind,
+                new.kind.as_str(),
                 new.caller,
                 new.callee,
                 new.callid,
                 new.duration,
                 new.audio.to_vec(),
-                now
+                now,
+                t.map(|t| t.status.as_str()),
+                t.map(|t| t.language),
+                t.and_then(|t| t.error),
+                due,
+                t.and_then(|t| t.waiter).map(|w| w.0),
+                t.and_then(|t| t.waiter).map(|w| i64::from(w.1))
             ],
         )?;
         if n == 1 {

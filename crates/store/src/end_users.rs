@@ -4,7 +4,7 @@ use dialtone_domain::{Sid, Timestamp};
 
 use crate::params;
 use crate::search::{self, Paging};
-use crate::sql::{Conn, DbError, Row, SqlBuilder};
+use crate::sql::{Conn, DbError, SqlBuilder};
 
 /// An end user.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,16 +21,14 @@ pub struct EndUser {
     pub updated: Timestamp,
 }
 
-const COLUMNS: &str = "id, sid, name, created, updated";
-
-fn from_row(r: &Row) -> Result<EndUser, DbError> {
-    Ok(EndUser {
-        id: r.int(0)?,
-        sid: Sid::from_stored(r.text(1)?),
-        name: r.text(2)?,
-        created: r.timestamp(3)?,
-        updated: r.timestamp(4)?,
-    })
+crate::row_decoder! {
+    const COLUMNS; fn from_row -> EndUser {
+        id: int("id"),
+        sid: sid("sid"),
+        name: text("name"),
+        created: timestamp("created"),
+        updated: timestamp("updated"),
+    }
 }
 
 /// Creates an end user.

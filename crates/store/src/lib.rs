@@ -26,6 +26,7 @@ pub mod retention;
 pub mod runs;
 pub mod scenarios;
 pub mod search;
+pub mod sip_trunks;
 pub mod smpp_receipts;
 pub mod sms;
 pub mod sms_parts;

@@ -46,6 +46,9 @@ const MIGRATIONS: &[Migration] = &[
     migration!(18, "0018_phone_code_failures"),
     migration!(19, "0019_quotas"),
     migration!(20, "0020_retention"),
+    migration!(21, "0021_call_networks"),
+    migration!(22, "0022_sip_trunks"),
+    migration!(23, "0023_speech"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

@@ -12,7 +12,7 @@ use std::sync::{Arc, RwLock};
 use dialtone_domain::Money;
 
 use crate::params;
-use crate::sql::{Conn, DbError, Row};
+use crate::sql::{Conn, DbError};
 
 /// The price of a destination prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,19 +33,16 @@ pub struct Rate {
     pub number_monthly_price: Money,
 }
 
-const COLUMNS: &str =
-    "prefix, label, country, type, sms_price, call_price_per_minute, number_monthly_price";
-
-fn from_row(r: &Row) -> Result<Rate, DbError> {
-    Ok(Rate {
-        prefix: r.text(0)?,
-        label: r.text(1)?,
-        country: r.text(2)?,
-        number_type: r.text(3)?,
-        sms_price: r.money(4)?,
-        call_price_per_minute: r.money(5)?,
-        number_monthly_price: r.money(6)?,
-    })
+crate::row_decoder! {
+    const COLUMNS; fn from_row -> Rate {
+        prefix: text("prefix"),
+        label: text("label"),
+        country: text("country"),
+        number_type: text("type"),
+        sms_price: money("sms_price"),
+        call_price_per_minute: money("call_price_per_minute"),
+        number_monthly_price: money("number_monthly_price"),
+    }
 }
 
 /// Adds or replaces the rates of their prefixes and moves the table's version, so every

@@ -1,11 +1,12 @@
 //! Recordings made on calls (`record@v1` voicemails, `startRecording@v1` call recordings):
 //! search, read marks, deletion, and their audio.
 
+use dialtone_domain::call::{RecordingKind, TranscriptStatus};
 use dialtone_domain::{Sid, Timestamp};
 
 use crate::params;
 use crate::search::{self, Paging};
-use crate::sql::{Conn, DbError, Row, SqlBuilder};
+use crate::sql::{Conn, DbError, SqlBuilder};
 
 /// A recording (without its audio).
 #[derive(Debug, Clone, PartialEq)]
@@ -14,8 +15,8 @@ pub struct Recording {
     pub id: i64,
     /// Public identifier.
     pub sid: Sid,
-    /// `call` or `voicemail`.
-    pub kind: String,
+    /// What it holds.
+    pub kind: RecordingKind,
     /// Calling number.
     pub caller: String,
     /// Called number.
@@ -28,26 +29,32 @@ pub struct Recording {
     pub read_at: Option<Timestamp>,
     /// Transcript, if any.
     pub transcript: Option<String>,
+    /// Where its transcription stands, when one was asked for.
+    pub transcript_status: Option<TranscriptStatus>,
+    /// The language of the transcription asked for.
+    pub transcript_language: Option<String>,
+    /// Why the transcription failed or was not made.
+    pub transcript_error: Option<String>,
     /// Creation.
     pub created: Timestamp,
 }
 
-const COLUMNS: &str =
-    "id, sid, type, caller, callee, callid, duration, read_at, transcript, created";
-
-fn from_row(r: &Row) -> Result<Recording, DbError> {
-    Ok(Recording {
-        id: r.int(0)?,
-        sid: Sid::from_stored(r.text(1)?),
-        kind: r.text(2)?,
-        caller: r.text(3)?,
-        callee: r.text(4)?,
-        callid: r.text(5)?,
-        duration: r.int(6)?,
-        read_at: r.opt_timestamp(7)?,
-        transcript: r.opt_text(8)?,
-        created: r.timestamp(9)?,
-    })
+crate::row_decoder! {
+    const COLUMNS; fn from_row -> Recording {
+        id: int("id"),
+        sid: sid("sid"),
+        kind: word("type"),
+        caller: text("caller"),
+        callee: text("callee"),
+        callid: text("callid"),
+        duration: int("duration"),
+        read_at: opt_timestamp("read_at"),
+        transcript: opt_text("transcript"),
+        transcript_status: opt_word("transcript_status"),
+        transcript_language: opt_text("transcript_language"),
+        transcript_error: opt_text("transcript_error"),
+        created: timestamp("created"),
+    }
 }
 
 /// Search filters.
@@ -55,8 +62,8 @@ fn from_row(r: &Row) -> Result<Recording, DbError> {
 pub struct Filter {
     /// Exactly this sid.
     pub sid: Option<Sid>,
-    /// `call` or `voicemail`.
-    pub kind: Option<String>,
+    /// What it holds.
+    pub kind: Option<RecordingKind>,
     /// Calling number.
     pub caller: Option<String>,
     /// Called number.
@@ -89,8 +96,10 @@ pub fn search(
     if let Some(v) = &f.sid {
         q.push(" AND sid = ").bind(v);
     }
+    if let Some(kind) = f.kind {
+        q.push(" AND type = ").bind(kind.as_str());
+    }
     for (column, value) in [
-        ("type", &f.kind),
         ("caller", &f.caller),
         ("callee", &f.callee),
         ("callid", &f.callid),
@@ -227,4 +236,129 @@ fn only_sids(q: &mut SqlBuilder, sids: &[String]) {
         q.bind(s.as_str());
     }
     q.push(")");
+}
+
+/// A recording to transcribe, claimed by a worker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TranscriptJob {
+    /// The recording's internal key.
+    pub id: i64,
+    /// Its sid.
+    pub sid: Sid,
+    /// Its account.
+    pub account_id: i64,
+    /// The language asked for.
+    pub language: String,
+    /// Claims of it so far, this one included.
+    pub attempts: i64,
+    /// Its audio (8 kHz WAV).
+    pub audio: Vec<u8>,
+}
+
+/// Whether a transcription is due at `now` (a cheap read before claiming in a write).
+pub fn transcripts_due(conn: &mut dyn Conn, now: Timestamp) -> Result<bool, DbError> {
+    Ok(conn
+        .query_opt(
+            "SELECT 1 FROM recordings WHERE transcript_next_at <= $1 LIMIT 1",
+            params![now],
+        )?
+        .is_some())
+}
+
+/// The accounts with due transcriptions (at most 256, those waiting longest first): the
+/// worker serves them in turn.
+pub fn transcript_accounts(conn: &mut dyn Conn, now: Timestamp) -> Result<Vec<i64>, DbError> {
+    conn.query(
+        "SELECT account_id FROM recordings WHERE transcript_next_at <= $1 \
+         GROUP BY account_id ORDER BY MIN(transcript_next_at) LIMIT 256",
+        params![now],
+    )?
+    .iter()
+    .map(|r| r.int(0))
+    .collect()
+}
+
+/// Claims the oldest due transcription of `account` for `lease_ms` (another node takes it
+/// when the lease runs out), counting an attempt; None when it has none (now).
+pub fn claim_transcript(
+    conn: &mut dyn Conn,
+    now: Timestamp,
+    lease_ms: i64,
+    account: i64,
+) -> Result<Option<TranscriptJob>, DbError> {
+    let lock = match conn.dialect() {
+        crate::sql::Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
+        crate::sql::Dialect::Sqlite => "",
+    };
+    let Some(due) = conn.query_opt(
+        &format!(
+            "SELECT id FROM recordings WHERE account_id = $1 AND transcript_next_at <= $2 \
+             ORDER BY transcript_next_at LIMIT 1{lock}"
+        ),
+        params![account, now],
+    )?
+    else {
+        return Ok(None);
+    };
+    let row = conn.query_one(
+        "UPDATE recordings SET transcript_next_at = $2, transcript_attempts = transcript_attempts + 1 \
+         WHERE id = $1 RETURNING id, sid, account_id, COALESCE(transcript_language, ''), transcript_attempts, audio",
+        params![due.int(0)?, now.plus_ms(lease_ms)],
+    )?;
+    Ok(Some(TranscriptJob {
+        id: row.int(0)?,
+        sid: Sid::from_stored(row.text(1)?),
+        account_id: row.int(2)?,
+        language: row.text(3)?,
+        attempts: row.int(4)?,
+        audio: row.blob(5)?,
+    }))
+}
+
+/// A transcription ended: the recording as it now stands, its account, and the run and
+/// fiber waiting for it, if any.
+#[derive(Debug, Clone)]
+pub struct Transcribed {
+    /// The recording.
+    pub recording: Recording,
+    /// Its account.
+    pub account_id: i64,
+    /// The run and fiber whose `ready` event waited for the transcript.
+    pub waiter: Option<(i64, u32)>,
+}
+
+/// Records the end of a transcription: the text (`Ok`), or why it failed (`Err`, with its
+/// status); None when it was already recorded (another node finished it).
+pub fn finish_transcript(
+    conn: &mut dyn Conn,
+    id: i64,
+    outcome: Result<&str, (TranscriptStatus, &str)>,
+    _now: Timestamp,
+) -> Result<Option<Transcribed>, DbError> {
+    let (text, status, error) = match outcome {
+        Ok(text) => (Some(text), TranscriptStatus::Ready, None),
+        Err((status, error)) => (None, status, Some(error)),
+    };
+    let row = conn.query_opt(
+        &format!(
+            "UPDATE recordings SET transcript = $2, transcript_status = $3, transcript_error = $4, transcript_next_at = NULL \
+             WHERE id = $1 AND transcript_next_at IS NOT NULL RETURNING {COLUMNS}, account_id, transcript_run, transcript_fiber"
+        ),
+        params![id, text, status.as_str(), error],
+    )?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let recording = from_row(&row)?;
+    let base = COLUMNS.split(", ").count();
+    let account_id = row.int(base)?;
+    let waiter = match (row.opt_int(base + 1)?, row.opt_int(base + 2)?) {
+        (Some(run), Some(fiber)) => u32::try_from(fiber).ok().map(|f| (run, f)),
+        _ => None,
+    };
+    Ok(Some(Transcribed {
+        recording,
+        account_id,
+        waiter,
+    }))
 }

@@ -4,10 +4,11 @@
 //! Every save checks the `version` it read (optimistic concurrency): two nodes or two events
 //! racing on one run cannot both advance it.
 
+use dialtone_domain::run::{RunKind, RunStatus};
 use dialtone_domain::{Sid, Timestamp};
 
 use crate::params;
-use crate::sql::{Conn, DbError, Dialect, Row};
+use crate::sql::{Conn, DbError, Dialect};
 
 /// A stored run.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,10 +25,10 @@ pub struct Run {
     pub scenario_name: String,
     /// The script it runs (a snapshot: editing the scenario does not change a started run).
     pub script: String,
-    /// `inbound-call`, `inbound-sms`, `api` or `hangup`.
-    pub kind: String,
-    /// `running`, `completed`, `failed` or `stopped`.
-    pub status: String,
+    /// What started it.
+    pub kind: RunKind,
+    /// Where it is.
+    pub status: RunStatus,
     /// The interpreter's state (JSON), None once ended.
     pub state: Option<String>,
     /// Variables with their values (JSON object).
@@ -50,29 +51,27 @@ pub struct Run {
     pub ended: Option<Timestamp>,
 }
 
-const COLUMNS: &str = "id, sid, account_id, scenario_sid, scenario_name, script, type, status, state, variables, log, error, call_id, pending, version, next_at, started, ended";
-
-fn from_row(r: &Row) -> Result<Run, DbError> {
-    Ok(Run {
-        id: r.int(0)?,
-        sid: Sid::from_stored(r.text(1)?),
-        account_id: r.int(2)?,
-        scenario_sid: r.text(3)?,
-        scenario_name: r.text(4)?,
-        script: r.text(5)?,
-        kind: r.text(6)?,
-        status: r.text(7)?,
-        state: r.opt_text(8)?,
-        variables: r.text(9)?,
-        log: r.text(10)?,
-        error: r.opt_text(11)?,
-        call_id: r.opt_int(12)?,
-        pending: r.text(13)?,
-        version: r.int(14)?,
-        next_at: r.opt_timestamp(15)?,
-        started: r.timestamp(16)?,
-        ended: r.opt_timestamp(17)?,
-    })
+crate::row_decoder! {
+    const COLUMNS; fn from_row -> Run {
+        id: int("id"),
+        sid: sid("sid"),
+        account_id: int("account_id"),
+        scenario_sid: text("scenario_sid"),
+        scenario_name: text("scenario_name"),
+        script: text("script"),
+        kind: word("type"),
+        status: word("status"),
+        state: opt_text("state"),
+        variables: text("variables"),
+        log: text("log"),
+        error: opt_text("error"),
+        call_id: opt_int("call_id"),
+        pending: text("pending"),
+        version: int("version"),
+        next_at: opt_timestamp("next_at"),
+        started: timestamp("started"),
+        ended: opt_timestamp("ended"),
+    }
 }
 
 /// What a new run starts with.
@@ -86,8 +85,8 @@ pub struct NewRun<'a> {
     pub scenario_name: &'a str,
     /// Script snapshot.
     pub script: &'a str,
-    /// Run type.
-    pub kind: &'a str,
+    /// What started it.
+    pub kind: RunKind,
     /// The call it drives.
     pub call_id: Option<i64>,
 }
@@ -105,7 +104,7 @@ pub fn create(conn: &mut dyn Conn, new: &NewRun<'_>, now: Timestamp) -> Result<R
                 new.scenario_sid,
                 new.scenario_name,
                 new.script,
-                new.kind,
+                new.kind.as_str(),
                 new.call_id,
                 now
             ],
@@ -161,7 +160,7 @@ pub fn live_for_call(conn: &mut dyn Conn, call_id: i64) -> Result<Vec<Run>, DbEr
 #[derive(Debug, Clone)]
 pub struct Progress<'a> {
     /// New status.
-    pub status: &'a str,
+    pub status: RunStatus,
     /// New interpreter state (None once ended).
     pub state: Option<&'a str>,
     /// Variables (JSON object).
@@ -185,12 +184,13 @@ pub fn save(
     p: &Progress<'_>,
     now: Timestamp,
 ) -> Result<bool, DbError> {
-    let ended = (p.status != "running").then_some(now);
+    let ended = p.status.is_final().then_some(now);
     let n = conn.execute(
         "UPDATE runs SET status = $1, state = $2, variables = $3, log = $4, error = $5, pending = $6, next_at = $7, \
          ended = COALESCE(ended, $8), updated = $9, version = version + 1 WHERE id = $10 AND version = $11",
         params![
-            p.status, p.state, p.variables, p.log, p.error, p.pending, p.next_at, ended, now, id,
+            p.status.as_str(),
+            p.state, p.variables, p.log, p.error, p.pending, p.next_at, ended, now, id,
             version
         ],
     )?;

@@ -5,7 +5,7 @@ use dialtone_domain::{Sid, Timestamp};
 
 use crate::params;
 use crate::search::{self, Paging};
-use crate::sql::{Conn, DbError, Row, SqlBuilder};
+use crate::sql::{Conn, DbError, SqlBuilder};
 
 /// A stored scenario.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,18 +41,16 @@ pub struct AttachedNumber {
     pub assigned: Option<Timestamp>,
 }
 
-const COLUMNS: &str = "id, sid, account_id, name, script, created, updated";
-
-fn from_row(r: &Row) -> Result<Scenario, DbError> {
-    Ok(Scenario {
-        id: r.int(0)?,
-        sid: Sid::from_stored(r.text(1)?),
-        account_id: r.int(2)?,
-        name: r.text(3)?,
-        script: r.text(4)?,
-        created: r.timestamp(5)?,
-        updated: r.timestamp(6)?,
-    })
+crate::row_decoder! {
+    const COLUMNS; fn from_row -> Scenario {
+        id: int("id"),
+        sid: sid("sid"),
+        account_id: int("account_id"),
+        name: text("name"),
+        script: text("script"),
+        created: timestamp("created"),
+        updated: timestamp("updated"),
+    }
 }
 
 /// Creates a scenario (the caller has validated the script).

@@ -8,7 +8,7 @@
 use dialtone_domain::Timestamp;
 
 use crate::params;
-use crate::sql::{Conn, DbError, Row};
+use crate::sql::{Conn, DbError};
 
 /// A receipt kept until a part matches it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,21 +33,18 @@ pub struct UnmatchedReceipt {
     pub next_at: Option<Timestamp>,
 }
 
-const COLUMNS: &str =
-    "id, network, message_id, message_key, status, detail, received, tries, next_at";
-
-fn from_row(r: &Row) -> Result<UnmatchedReceipt, DbError> {
-    Ok(UnmatchedReceipt {
-        id: r.int(0)?,
-        network: r.text(1)?,
-        message_id: r.text(2)?,
-        message_key: r.text(3)?,
-        status: r.text(4)?,
-        detail: r.text(5)?,
-        received: r.timestamp(6)?,
-        tries: r.int(7)?,
-        next_at: r.opt_timestamp(8)?,
-    })
+crate::row_decoder! {
+    const COLUMNS; fn from_row -> UnmatchedReceipt {
+        id: int("id"),
+        network: text("network"),
+        message_id: text("message_id"),
+        message_key: text("message_key"),
+        status: text("status"),
+        detail: text("detail"),
+        received: timestamp("received"),
+        tries: int("tries"),
+        next_at: opt_timestamp("next_at"),
+    }
 }
 
 /// What an unmatched receipt said, to keep it.

@@ -57,35 +57,43 @@ pub struct Sms {
     pub history: Vec<StatusChange>,
 }
 
-const COLUMNS: &str = "id, sid, account_id, direction, sender, recipient, body, encoding, parts, traffic_type, status, status_error, \
-     user_data, flash, webhook_url, billing_debit, carrier, next_at, created, updated, sent_at, delivered_at, history";
+/// The `history` column read as its moves.
+trait HistoryColumn {
+    fn history(&self, i: usize) -> Result<Vec<StatusChange>, DbError>;
+}
 
-fn from_row(r: &Row) -> Result<Sms, DbError> {
-    Ok(Sms {
-        id: r.int(0)?,
-        sid: Sid::from_stored(r.text(1)?),
-        account_id: r.int(2)?,
-        direction: r.text(3)?,
-        from: r.text(4)?,
-        to: r.text(5)?,
-        body: r.text(6)?,
-        encoding: r.text(7)?,
-        parts: r.int(8)?,
-        traffic_type: r.opt_text(9)?,
-        status: r.text(10)?,
-        status_error: r.text(11)?,
-        user_data: r.opt_text(12)?,
-        flash: r.bool(13)?,
-        webhook_url: r.opt_text(14)?,
-        billing_debit: r.money(15)?,
-        carrier: r.text(16)?,
-        next_at: r.opt_timestamp(17)?,
-        created: r.timestamp(18)?,
-        updated: r.timestamp(19)?,
-        sent_at: r.opt_timestamp(20)?,
-        delivered_at: r.opt_timestamp(21)?,
-        history: parse_history(&r.text(22)?)?,
-    })
+impl HistoryColumn for Row {
+    fn history(&self, i: usize) -> Result<Vec<StatusChange>, DbError> {
+        parse_history(&self.text(i)?)
+    }
+}
+
+crate::row_decoder! {
+    const COLUMNS; fn from_row -> Sms {
+        id: int("id"),
+        sid: sid("sid"),
+        account_id: int("account_id"),
+        direction: text("direction"),
+        from: text("sender"),
+        to: text("recipient"),
+        body: text("body"),
+        encoding: text("encoding"),
+        parts: int("parts"),
+        traffic_type: opt_text("traffic_type"),
+        status: text("status"),
+        status_error: text("status_error"),
+        user_data: opt_text("user_data"),
+        flash: bool("flash"),
+        webhook_url: opt_text("webhook_url"),
+        billing_debit: money("billing_debit"),
+        carrier: text("carrier"),
+        next_at: opt_timestamp("next_at"),
+        created: timestamp("created"),
+        updated: timestamp("updated"),
+        sent_at: opt_timestamp("sent_at"),
+        delivered_at: opt_timestamp("delivered_at"),
+        history: history("history"),
+    }
 }
 
 /// What it takes to store an SMS.

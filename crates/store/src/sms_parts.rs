@@ -5,7 +5,7 @@
 use dialtone_domain::Timestamp;
 
 use crate::params;
-use crate::sql::{Conn, DbError, Row};
+use crate::sql::{Conn, DbError};
 
 /// One part of an SMS, as a network took it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,18 +24,16 @@ pub struct SmsPart {
     pub detail: String,
 }
 
-fn from_row(r: &Row) -> Result<SmsPart, DbError> {
-    Ok(SmsPart {
-        id: r.int(0)?,
-        sms_id: r.int(1)?,
-        part: r.int(2)?,
-        message_id: r.text(3)?,
-        status: r.text(4)?,
-        detail: r.text(5)?,
-    })
+crate::row_decoder! {
+    const COLUMNS; fn from_row -> SmsPart {
+        id: int("id"),
+        sms_id: int("sms_id"),
+        part: int("part"),
+        message_id: text("message_id"),
+        status: text("status"),
+        detail: text("detail"),
+    }
 }
-
-const COLUMNS: &str = "id, sms_id, part, message_id, status, detail";
 
 /// Records that `network` took part `part` (1-based) of an SMS under `message_key` (the
 /// network's id as keys are written: see the carrier's `receipt::id_key`); false when that

@@ -240,6 +240,56 @@ impl Row {
     pub fn money(&self, i: usize) -> Result<dialtone_domain::Money, DbError> {
         self.int(i).map(dialtone_domain::Money::from_units)
     }
+
+    /// A public identifier.
+    pub fn sid(&self, i: usize) -> Result<dialtone_domain::Sid, DbError> {
+        self.text(i).map(dialtone_domain::Sid::from_stored)
+    }
+
+    /// A word of a typed state ([`dialtone_domain::Word`]); a word the enum does not know
+    /// is an error, never a default.
+    pub fn word<W: dialtone_domain::Word>(&self, i: usize) -> Result<W, DbError> {
+        let text = self.text(i)?;
+        W::from_word(&text).ok_or_else(|| DbError::Decode {
+            column: i,
+            message: format!("unknown {}: {text:?}", std::any::type_name::<W>()),
+        })
+    }
+
+    /// A nullable word.
+    pub fn opt_word<W: dialtone_domain::Word>(&self, i: usize) -> Result<Option<W>, DbError> {
+        match self.value(i)? {
+            Value::Null => Ok(None),
+            _ => self.word(i).map(Some),
+        }
+    }
+}
+
+/// Declares how a table's rows decode, from one definition: the column list to select
+/// (`$cols`) and the function reading a row into `$ty` (`$from`), each field read with its
+/// [`Row`] getter at its own column's position, so no index can drift from the list.
+#[macro_export]
+macro_rules! row_decoder {
+    (
+        const $cols:ident; fn $from:ident -> $ty:ident {
+            $first:ident: $first_get:ident($first_col:literal)
+            $(, $field:ident: $get:ident($col:literal))* $(,)?
+        }
+    ) => {
+        const $cols: &str = concat!($first_col $(, ", ", $col)*);
+
+        fn $from(r: &$crate::sql::Row) -> Result<$ty, $crate::sql::DbError> {
+            let mut at = 0usize;
+            let mut next = || {
+                at += 1;
+                at - 1
+            };
+            Ok($ty {
+                $first: r.$first_get(next())?,
+                $($field: r.$get(next())?,)*
+            })
+        }
+    };
 }
 
 /// A connection (or transaction) either backend hands to repository code.

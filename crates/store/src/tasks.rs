@@ -6,7 +6,7 @@
 use dialtone_domain::{Sid, Timestamp};
 
 use crate::params;
-use crate::sql::{Conn, DbError, Dialect, Row};
+use crate::sql::{Conn, DbError, Dialect};
 
 /// A task.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,25 +41,23 @@ pub struct Task {
     pub updated: Timestamp,
 }
 
-const COLUMNS: &str = "id, taskid, account_id, type, status, params, cursor, done, total, result, error, cancel_requested, created, updated";
-
-fn from_row(r: &Row) -> Result<Task, DbError> {
-    Ok(Task {
-        id: r.int(0)?,
-        taskid: r.text(1)?,
-        account_id: r.int(2)?,
-        kind: r.text(3)?,
-        status: r.text(4)?,
-        params: r.text(5)?,
-        cursor: r.int(6)?,
-        done: r.int(7)?,
-        total: r.int(8)?,
-        result: r.opt_text(9)?,
-        error: r.opt_text(10)?,
-        cancel_requested: r.bool(11)?,
-        created: r.timestamp(12)?,
-        updated: r.timestamp(13)?,
-    })
+crate::row_decoder! {
+    const COLUMNS; fn from_row -> Task {
+        id: int("id"),
+        taskid: text("taskid"),
+        account_id: int("account_id"),
+        kind: text("type"),
+        status: text("status"),
+        params: text("params"),
+        cursor: int("cursor"),
+        done: int("done"),
+        total: int("total"),
+        result: opt_text("result"),
+        error: opt_text("error"),
+        cancel_requested: bool("cancel_requested"),
+        created: timestamp("created"),
+        updated: timestamp("updated"),
+    }
 }
 
 /// Creates a PENDING task.

@@ -3,6 +3,12 @@
 //! steady write load, and every committed row is there when the database is opened again.
 //! (PostgreSQL checkpoints by itself: nothing of this runs there.)
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::too_many_lines,
+    reason = "tests: a failed unwrap is a failed test, and a scenario reads best whole"
+)]
+
 use std::time::{Duration, Instant};
 
 use dialtone_store::{DatabaseUrl, DbError, Store, StoreOptions, params};

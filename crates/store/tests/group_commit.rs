@@ -3,6 +3,12 @@
 //! write's answer is that of its last run. On SQLite and, with DIALTONE_TEST_DATABASE_URL,
 //! on PostgreSQL (in a schema of its own).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::too_many_lines,
+    reason = "tests: a failed unwrap is a failed test, and a scenario reads best whole"
+)]
+
 use std::sync::mpsc;
 use std::time::Duration;
 

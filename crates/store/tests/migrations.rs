@@ -2,6 +2,12 @@
 //! version, filled the way that release filled it, then migrated to the end. On SQLite and,
 //! with DIALTONE_TEST_DATABASE_URL, on PostgreSQL (in a schema of its own).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::too_many_lines,
+    reason = "tests: a failed unwrap is a failed test, and a scenario reads best whole"
+)]
+
 use dialtone_domain::{Sid, Timestamp};
 mod common;
 

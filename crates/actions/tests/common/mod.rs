@@ -10,11 +10,11 @@ use dialtone_actions::{
 };
 use serde_json::{Map, Value, json};
 
-pub const NOW: &str = "2026-01-02T03:04:05.000Z";
+pub(crate) const NOW: &str = "2026-01-02T03:04:05.000Z";
 
 /// What a scripted run did.
 #[derive(Debug)]
-pub struct Trace {
+pub(crate) struct Trace {
     pub commands: Vec<Command>,
     pub log: Vec<LogEntry>,
     pub outcome: Outcome,
@@ -23,7 +23,7 @@ pub struct Trace {
 }
 
 impl Trace {
-    pub fn messages(&self, level: &str) -> Vec<String> {
+    pub(crate) fn messages(&self, level: &str) -> Vec<String> {
         self.log
             .iter()
             .filter(|l| l.level == level)
@@ -31,7 +31,7 @@ impl Trace {
             .collect()
     }
 
-    pub fn kinds(&self) -> Vec<String> {
+    pub(crate) fn kinds(&self) -> Vec<String> {
         self.commands
             .iter()
             .map(|c| {
@@ -44,17 +44,17 @@ impl Trace {
     }
 }
 
-pub fn load_fixture(name: &str) -> Scenario {
+pub(crate) fn load_fixture(name: &str) -> Scenario {
     let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).expect("fixture exists");
     parse_scenario(&text).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
-pub fn parse(yaml: &str) -> Scenario {
+pub(crate) fn parse(yaml: &str) -> Scenario {
     parse_scenario(yaml).unwrap_or_else(|e| panic!("{e}"))
 }
 
-pub fn api_context() -> Context {
+pub(crate) fn api_context() -> Context {
     Context {
         now: NOW.into(),
         run: json!({"id": "api:1", "type": "api"}),
@@ -65,7 +65,7 @@ pub fn api_context() -> Context {
     }
 }
 
-pub fn call_context() -> Context {
+pub(crate) fn call_context() -> Context {
     Context {
         now: NOW.into(),
         run: json!({"id": "inbound-call:42", "type": "inbound-call"}),
@@ -82,7 +82,7 @@ pub fn call_context() -> Context {
     }
 }
 
-pub fn sms_context() -> Context {
+pub(crate) fn sms_context() -> Context {
     Context {
         now: NOW.into(),
         run: json!({"id": "inbound-sms:7", "type": "inbound-sms"}),
@@ -97,7 +97,7 @@ pub fn sms_context() -> Context {
 }
 
 /// A plausible result for each command.
-pub fn default_result(c: &Command) -> Value {
+pub(crate) fn default_result(c: &Command) -> Value {
     use dialtone_actions::CommandKind::*;
     match &c.kind {
         Gather { .. } => json!({"digits": "1", "reason": "max-digits"}),
@@ -110,13 +110,13 @@ pub fn default_result(c: &Command) -> Value {
         Fetch { .. } => {
             json!({"ok": true, "status": 200, "statusText": "OK", "headers": {}, "body": "{\"results\":[{\"name\":{\"first\":\"Ada\"}}]}", "json": {"results": [{"name": {"title": "Ms", "first": "Ada", "last": "Lovelace"}, "location": {"city": "London", "country": "UK"}}]}})
         }
-        Record { .. } | StartRecording => json!({"sid": "rec00001", "duration": 3}),
+        Record { .. } | StartRecording { .. } => json!({"sid": "rec00001", "duration": 3}),
         _ => Value::Null,
     }
 }
 
 /// Answers every command with `respond`, round-tripping the state through JSON between steps.
-pub fn drive(
+pub(crate) fn drive(
     scenario: &Scenario,
     branch: &str,
     ctx: Context,
@@ -156,7 +156,7 @@ pub fn drive(
 }
 
 /// Drives with [`default_result`] for every command.
-pub fn drive_default(scenario: &Scenario, branch: &str, ctx: Context) -> Trace {
+pub(crate) fn drive_default(scenario: &Scenario, branch: &str, ctx: Context) -> Trace {
     drive(scenario, branch, ctx, |c| {
         vec![Event::Result {
             fiber: c.fiber,

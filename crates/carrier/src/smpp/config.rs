@@ -89,7 +89,7 @@ pub struct SmppConfig {
 
 /// The longest wait for a response: the platform leases an SMS for 30 s while it is
 /// submitted, and a part must be sent and answered within the lease.
-pub const MAX_RESPONSE_TIMEOUT_MS: u64 = 20_000;
+pub(super) const MAX_RESPONSE_TIMEOUT_MS: u64 = 20_000;
 
 fn default_throughput() -> u32 {
     50

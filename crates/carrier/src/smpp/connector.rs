@@ -14,8 +14,8 @@ use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::CarrierEvent;
 use super::config::{BindMode, SmppConfig};
+use super::event::CarrierEvent;
 use super::health::{BindHealth, Health};
 use super::pacing::Pacer;
 use super::session::{BindKind, Delivery, Session};

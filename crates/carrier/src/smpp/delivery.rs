@@ -7,8 +7,9 @@ use rusmpp::tlvs::TlvValue;
 use tokio::sync::mpsc;
 
 use super::config::SmppConfig;
+use super::event::{Ack, CarrierEvent};
 use super::session::Delivery;
-use super::{Ack, CarrierEvent, address, receipt, text};
+use super::{address, receipt, text};
 
 /// Turns deliveries into events, each answered once the platform has stored it.
 pub(crate) async fn receive_loop(

@@ -82,7 +82,7 @@ pub(crate) struct Answer {
 
 impl Answer {
     /// Answers with `status` (a temporary error makes the SMSC deliver it again later).
-    pub fn send(self, status: CommandStatus) {
+    pub(super) fn send(self, status: CommandStatus) {
         let resp = Command::new(status, self.seq, Pdu::DeliverSmResp(Default::default()));
         // A full or closed queue means the session is gone: the SMSC will deliver again.
         let _ = self.out.try_send(resp);
@@ -178,7 +178,7 @@ fn bind_pdu(config: &SmppConfig, kind: BindKind) -> Pdu {
 impl Session {
     /// Connects, binds, and starts the session's tasks. `deliveries` receives every
     /// `deliver_sm` (a transmitter never gets any).
-    pub async fn open(
+    pub(super) async fn open(
         config: &SmppConfig,
         kind: BindKind,
         deliveries: mpsc::Sender<Delivery>,
@@ -233,7 +233,11 @@ impl Session {
     }
 
     /// Sends a request and waits for its response until `deadline` (queueing included).
-    pub async fn request(&self, pdu: Pdu, deadline: Instant) -> Result<Command, SessionError> {
+    pub(super) async fn request(
+        &self,
+        pdu: Pdu,
+        deadline: Instant,
+    ) -> Result<Command, SessionError> {
         if self.closed.is_cancelled() {
             return Err(SessionError::Closed);
         }
@@ -271,7 +275,7 @@ impl Session {
     }
 
     /// Why the session ended (None while it runs).
-    pub fn close_reason(&self) -> Option<String> {
+    pub(super) fn close_reason(&self) -> Option<String> {
         self.reason
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -283,17 +287,17 @@ impl Session {
     }
 
     /// Resolves when the session has ended.
-    pub async fn closed(&self) {
+    pub(super) async fn closed(&self) {
         self.closed.cancelled().await;
     }
 
     /// Whether the session has ended.
-    pub fn is_closed(&self) -> bool {
+    pub(super) fn is_closed(&self) -> bool {
         self.closed.is_cancelled()
     }
 
     /// Ends the session (sends `unbind` first, without waiting long for its answer).
-    pub async fn close(&self) {
+    pub(super) async fn close(&self) {
         if !self.is_closed() {
             let deadline = Instant::now() + Duration::from_millis(500);
             let _ = self.request(Pdu::Unbind, deadline).await;

@@ -13,10 +13,10 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 /// How long a test waits for one thing the SMSC reports.
-pub const WAIT: Duration = Duration::from_secs(10);
+pub(crate) const WAIT: Duration = Duration::from_secs(10);
 
 /// A running test SMSC on loopback.
-pub struct TestSmsc {
+pub(crate) struct TestSmsc {
     child: Child,
     stdin: ChildStdin,
     lines: Lines<BufReader<ChildStdout>>,
@@ -29,7 +29,7 @@ fn python() -> String {
 }
 
 /// A free loopback port.
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -38,17 +38,17 @@ pub fn free_port() -> u16 {
 
 impl TestSmsc {
     /// Starts the SMSC on a free port; None (after printing SKIPPED) without smpp34.
-    pub async fn start(test: &str) -> Option<Self> {
+    pub(crate) async fn start(test: &str) -> Option<Self> {
         Self::start_on(test, free_port()).await
     }
 
     /// Starts the SMSC on `port`.
-    pub async fn start_on(test: &str, port: u16) -> Option<Self> {
+    pub(crate) async fn start_on(test: &str, port: u16) -> Option<Self> {
         Self::start_with(test, port, &[]).await
     }
 
     /// Starts the SMSC on `port` with more arguments for smsc.py.
-    pub async fn start_with(test: &str, port: u16, extra: &[String]) -> Option<Self> {
+    pub(crate) async fn start_with(test: &str, port: u16, extra: &[String]) -> Option<Self> {
         let probe = Command::new(python())
             .args(["-c", "import smpp34"])
             .stdout(Stdio::null())
@@ -96,13 +96,13 @@ impl TestSmsc {
     }
 
     /// The next report whose `ev` is `ev` (earlier ones are skipped); panics after [`WAIT`].
-    pub async fn expect(&mut self, ev: &str) -> Value {
+    pub(crate) async fn expect(&mut self, ev: &str) -> Value {
         self.expect_any(&[ev]).await
     }
 
     /// The next report whose `ev` is one of `evs` (earlier ones are skipped); panics after
     /// [`WAIT`].
-    pub async fn expect_any(&mut self, evs: &[&str]) -> Value {
+    pub(crate) async fn expect_any(&mut self, evs: &[&str]) -> Value {
         let found = tokio::time::timeout(WAIT, async {
             while let Ok(Some(line)) = self.lines.next_line().await {
                 let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
@@ -121,7 +121,7 @@ impl TestSmsc {
     }
 
     /// Sends a command (see smsc.py).
-    pub async fn send(&mut self, cmd: Value) {
+    pub(crate) async fn send(&mut self, cmd: Value) {
         let line = format!("{cmd}\n");
         self.stdin
             .write_all(line.as_bytes())
@@ -131,7 +131,7 @@ impl TestSmsc {
     }
 
     /// Freezes (`true`) or thaws the SMSC process: its connections stay open, silent.
-    pub fn freeze(&self, frozen: bool) {
+    pub(crate) fn freeze(&self, frozen: bool) {
         if let Some(pid) = self.child.id() {
             let signal = if frozen { "-STOP" } else { "-CONT" };
             let _ = std::process::Command::new("kill")
@@ -141,7 +141,7 @@ impl TestSmsc {
     }
 
     /// Kills the SMSC at once: every connection drops mid-flight.
-    pub async fn kill(mut self) {
+    pub(crate) async fn kill(mut self) {
         let _ = self.child.kill().await;
     }
 }

@@ -5,7 +5,7 @@
 use dialtone_media::{wav_info, wav_samples};
 
 /// Power of `freq` in `samples` at `rate` (Goertzel algorithm), normalised by length.
-pub fn goertzel(samples: &[f32], rate: f32, freq: f32) -> f32 {
+pub(crate) fn goertzel(samples: &[f32], rate: f32, freq: f32) -> f32 {
     let w = 2.0 * std::f32::consts::PI * freq / rate;
     let coeff = 2.0 * w.cos();
     let (mut s1, mut s2) = (0f32, 0f32);
@@ -20,7 +20,7 @@ pub fn goertzel(samples: &[f32], rate: f32, freq: f32) -> f32 {
 /// Asserts that `wav` is 8 kHz mono 16-bit, lasts `expected_ms` within 50 ms, and that its
 /// middle part is a 1 kHz tone: the 1 kHz bin dominates its neighbours by 20 dB, and the
 /// zero-crossing rate is about 2000 per second.
-pub fn assert_tone_1k(label: &str, wav: &[u8], duration_ms: u64, expected_ms: u64) {
+pub(crate) fn assert_tone_1k(label: &str, wav: &[u8], duration_ms: u64, expected_ms: u64) {
     let (rate, channels, info_ms) = wav_info(wav).unwrap_or_else(|| panic!("{label}: not a WAV"));
     assert_eq!((rate, channels), (8000, 1), "{label}: format");
     assert_eq!(&wav[20..22], &[1, 0], "{label}: PCM");

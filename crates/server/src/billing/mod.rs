@@ -1,19 +1,19 @@
 //! Billing use cases: top-ups, monthly number fees, and the rate table.
 
-pub mod rates;
+pub(crate) mod rates;
 
 use dialtone_domain::{Money, Sid};
 use dialtone_store::billing::{self, Spend};
 use dialtone_store::numbers::owned;
 use dialtone_store::{accounts, events};
 
-use crate::http::error::{ApiError, ApiResult};
+use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 
 /// Tops up an account (operator action); emits `billing.credit`. Returns the new balance.
-pub async fn top_up(state: &AppState, sid: Sid, amount: Money) -> ApiResult<Money> {
+pub(crate) async fn top_up(state: &AppState, sid: Sid, amount: Money) -> AppResult<Money> {
     if amount <= Money::ZERO {
-        return Err(ApiError::invalid(
+        return Err(AppError::invalid(
             "amount",
             "must be a positive amount in cents",
         ));
@@ -23,10 +23,10 @@ pub async fn top_up(state: &AppState, sid: Sid, amount: Money) -> ApiResult<Mone
         .store
         .write(move |c| {
             let account =
-                accounts::by_sid(c, &sid)?.ok_or_else(|| ApiError::not_found("account"))?;
+                accounts::by_sid(c, &sid)?.ok_or_else(|| AppError::not_found("account"))?;
             accounts::lock(c, account.id)?;
             billing::top_up(c, account.id, amount, "operator top-up", now)?
-                .ok_or_else(|| ApiError::invalid("amount", "the balance cannot hold this amount"))
+                .ok_or_else(|| AppError::invalid("amount", "the balance cannot hold this amount"))
         })
         .await?;
     state.wake.notify_one();
@@ -39,7 +39,7 @@ const BATCH: i64 = 500;
 /// Charges the monthly fee of every number whose contract day has come and extends it by a
 /// month; a fee that cannot be paid ends the contract (the number is released and
 /// `did.unassigned` emitted). Returns how many numbers were handled.
-pub async fn charge_monthly_fees(state: &AppState) -> anyhow::Result<usize> {
+pub(crate) async fn charge_monthly_fees(state: &AppState) -> anyhow::Result<usize> {
     let now = state.clock.now();
     let handled = state
         .store

@@ -9,10 +9,11 @@ use dialtone_store::{DbError, Store};
 use crate::numbers::inventory::LineError;
 
 /// The rates every embedded server starts with (a catch-all `+` prices every destination).
-pub const DEFAULT_RATES: &str = include_str!("default_rates.csv");
+pub(crate) const DEFAULT_RATES: &str = include_str!("default_rates.csv");
 
 /// The CSV header of rate files.
-pub const HEADER: &str = "label,country,type,prefix,smsPrice,callPricePerMinute,numberMonthlyPrice";
+pub(crate) const HEADER: &str =
+    "label,country,type,prefix,smsPrice,callPricePerMinute,numberMonthlyPrice";
 
 fn parse_line(line: &str) -> Result<Rate, String> {
     let f: Vec<&str> = line.split(',').map(str::trim).collect();
@@ -88,7 +89,7 @@ pub async fn import(store: &Store, list: Vec<Rate>) -> Result<usize, DbError> {
 }
 
 /// Loads the default rates when the table is empty (first start).
-pub async fn load_default_if_empty(store: &Store) -> anyhow::Result<()> {
+pub(crate) async fn load_default_if_empty(store: &Store) -> anyhow::Result<()> {
     if !store.read(rates::is_empty).await? {
         return Ok(());
     }

@@ -11,12 +11,12 @@ use dialtone_domain::account::AccountStatus;
 use dialtone_domain::credentials::hash_api_key;
 use dialtone_store::accounts::{self, Account};
 
-use super::error::{ApiError, ApiResult};
+use crate::error::{AppError, AppResult, ErrorCode};
 use crate::state::AppState;
 
 /// The account a v2.0 request acts on.
 #[derive(Debug, Clone)]
-pub struct Caller {
+pub(crate) struct Caller {
     /// The acting account (a sub account when addressed by Basic `SUBSID:MASTERKEY`). Its
     /// settings are current; its `credit` may predate the last debits (authentication
     /// keeps accounts in memory between changes of their settings): read the balance
@@ -26,10 +26,10 @@ pub struct Caller {
 
 impl Caller {
     /// 403 `account_suspended` unless the account may spend.
-    pub fn ensure_may_spend(&self) -> ApiResult<()> {
+    pub(crate) fn ensure_may_spend(&self) -> AppResult<()> {
         if self.account.status == AccountStatus::Suspended {
-            return Err(ApiError::forbidden(
-                "account_suspended",
+            return Err(AppError::new(
+                ErrorCode::AccountSuspended,
                 "the account is suspended: reads work, spending is refused",
             ));
         }
@@ -55,28 +55,28 @@ fn basic(value: &str) -> Option<(String, String)> {
     Some((user.to_owned(), secret.to_owned()))
 }
 
-fn header<'a>(headers: &'a HeaderMap, name: &str) -> ApiResult<Option<&'a str>> {
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> AppResult<Option<&'a str>> {
     headers
         .get(name)
         .map(|v| {
             v.to_str()
-                .map_err(|_| ApiError::auth(format!("malformed {name} header")))
+                .map_err(|_| AppError::auth(format!("malformed {name} header")))
         })
         .transpose()
 }
 
 /// The account of a live key, through the cache of accounts by key (its `credit` may be
 /// older than the last debit).
-async fn account_by_key(state: &AppState, key: &str) -> ApiResult<Option<Account>> {
+async fn account_by_key(state: &AppState, key: &str) -> AppResult<Option<Account>> {
     let hash = hash_api_key(key);
     let keys = state.keys.clone();
     Ok(state.store.lookup(move |c| keys.account(c, &hash)).await?)
 }
 
 impl FromRequestParts<AppState> for Caller {
-    type Rejection = ApiError;
+    type Rejection = AppError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> AppResult<Self> {
         // Already authenticated (and counted) by a middleware of this request.
         if let Some(caller) = parts.extensions.get::<Caller>() {
             return Ok(caller.clone());
@@ -90,7 +90,7 @@ impl FromRequestParts<AppState> for Caller {
         let caller = match authenticate(parts, state).await {
             Ok(caller) => caller,
             Err(e) => {
-                if e.code == "auth_error" {
+                if e.code == ErrorCode::AuthError {
                     state.auth_guard.failed(client, now);
                 }
                 return Err(e);
@@ -105,19 +105,19 @@ impl FromRequestParts<AppState> for Caller {
 }
 
 /// Resolves the credentials of a v2.0 request to the account it acts on.
-async fn authenticate(parts: &Parts, state: &AppState) -> ApiResult<Caller> {
+async fn authenticate(parts: &Parts, state: &AppState) -> AppResult<Caller> {
     {
         let presented = if let Some(key) = header(&parts.headers, "x-api-key")? {
             Presented::ApiKey(key.to_owned())
         } else if let Some(auth) = header(&parts.headers, "authorization")? {
             let (user, secret) = basic(auth).ok_or_else(|| {
-                ApiError::auth(
+                AppError::auth(
                     "malformed Authorization header: use x-api-key, or Basic with SID:API_KEY",
                 )
             })?;
             Presented::Basic { user, secret }
         } else {
-            return Err(ApiError::auth(
+            return Err(AppError::auth(
                 "missing credentials: send x-api-key, or Basic authentication with SID:API_KEY",
             ));
         };
@@ -125,11 +125,11 @@ async fn authenticate(parts: &Parts, state: &AppState) -> ApiResult<Caller> {
             Presented::ApiKey(key) => {
                 let account = account_by_key(state, &key)
                     .await?
-                    .ok_or_else(|| ApiError::auth("invalid API key"))?;
+                    .ok_or_else(|| AppError::auth("invalid API key"))?;
                 Ok(Caller { account })
             }
             Presented::Basic { user, secret } => {
-                let invalid = || ApiError::auth("invalid account SID or API key");
+                let invalid = || AppError::auth("invalid account SID or API key");
                 let key_account = account_by_key(state, &secret).await?.ok_or_else(invalid)?;
                 if user == key_account.sid.as_str() {
                     return Ok(Caller {
@@ -154,7 +154,7 @@ async fn authenticate(parts: &Parts, state: &AppState) -> ApiResult<Caller> {
 
 /// The account a request of the earlier interfaces (JSON-RPC, SMS REST v1.1) acts on.
 #[derive(Debug, Clone)]
-pub struct LegacyCaller {
+pub(crate) struct LegacyCaller {
     /// The authenticated account (its `credit` may predate the last debits, as
     /// [`Caller`]'s).
     pub account: Account,
@@ -163,16 +163,16 @@ pub struct LegacyCaller {
 /// Authenticates Basic `login:password` or `Authorization: Api-Key KEY` from `client` (a
 /// client that failed too often this minute is refused first (429), and every failure
 /// counts), then acts as the account a Login-As header names ([`super::login_as`]).
-pub async fn legacy_caller(
+pub(crate) async fn legacy_caller(
     headers: &HeaderMap,
     client: Option<std::net::IpAddr>,
     state: &AppState,
-) -> ApiResult<LegacyCaller> {
+) -> AppResult<LegacyCaller> {
     let now = state.clock.now();
     state.auth_guard.check_client(client, now)?;
     let result = legacy_authenticate(headers, state).await;
     if let Err(e) = &result
-        && e.code == "auth_error"
+        && e.code == ErrorCode::AuthError
     {
         state.auth_guard.failed(client, now);
     }
@@ -184,17 +184,17 @@ pub async fn legacy_caller(
 }
 
 /// The account whose credentials the request carries.
-async fn legacy_authenticate(headers: &HeaderMap, state: &AppState) -> ApiResult<Account> {
+async fn legacy_authenticate(headers: &HeaderMap, state: &AppState) -> AppResult<Account> {
     let auth = header(headers, "authorization")?.ok_or_else(|| {
-        ApiError::auth("missing credentials: use Basic login:password or Api-Key")
+        AppError::auth("missing credentials: use Basic login:password or Api-Key")
     })?;
     if let Some(key) = auth.strip_prefix("Api-Key ") {
         return account_by_key(state, key.trim())
             .await?
-            .ok_or_else(|| ApiError::auth("invalid API key"));
+            .ok_or_else(|| AppError::auth("invalid API key"));
     }
     let (login, password) =
-        basic(auth).ok_or_else(|| ApiError::auth("malformed Authorization header"))?;
+        basic(auth).ok_or_else(|| AppError::auth("malformed Authorization header"))?;
     let found = {
         let login = login.clone();
         state
@@ -210,6 +210,6 @@ async fn legacy_authenticate(headers: &HeaderMap, state: &AppState) -> ApiResult
     let ok = state.auth_guard.verify(password, stored).await?;
     match account {
         Some(account) if ok => Ok(account),
-        _ => Err(ApiError::auth("invalid login or password")),
+        _ => Err(AppError::auth("invalid login or password")),
     }
 }

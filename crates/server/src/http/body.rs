@@ -48,7 +48,7 @@ impl http_body::Body for DeadlineBody {
 }
 
 /// Gives every request body the deadline `--body-timeout` from now.
-pub async fn deadline(State(state): State<AppState>, req: Request, next: Next) -> Response {
+pub(crate) async fn deadline(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let limit = Duration::from_millis(state.config.body_timeout_ms);
     let deadline = Box::pin(tokio::time::sleep_until(Instant::now() + limit));
     let req = req.map(|inner| Body::new(DeadlineBody { inner, deadline }));

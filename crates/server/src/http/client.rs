@@ -10,12 +10,12 @@ use std::sync::{Arc, Mutex};
 
 /// The address of the client that sent a request (its TCP peer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ClientAddr(pub IpAddr);
+pub(crate) struct ClientAddr(pub IpAddr);
 
 /// The client address of a request, when the accept loop put one there (an extractor that
 /// never fails).
 #[derive(Debug, Clone, Copy)]
-pub struct Client(pub Option<IpAddr>);
+pub(crate) struct Client(pub Option<IpAddr>);
 
 impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Client {
     type Rejection = std::convert::Infallible;
@@ -30,7 +30,7 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Client {
 
 /// The open connections, overall and per client address, under their limits.
 #[derive(Debug)]
-pub struct Connections {
+pub(crate) struct Connections {
     max_total: usize,
     max_per_client: usize,
     open: Mutex<Open>,
@@ -44,7 +44,7 @@ struct Open {
 
 /// Why a connection was turned away.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refused {
+pub(crate) enum Refused {
     /// The server holds its most connections.
     Full,
     /// This client address holds its most connections.
@@ -53,7 +53,7 @@ pub enum Refused {
 
 /// One admitted connection; counted until dropped.
 #[derive(Debug)]
-pub struct Admitted {
+pub(crate) struct Admitted {
     connections: Arc<Connections>,
     client: IpAddr,
 }
@@ -73,7 +73,7 @@ impl Drop for Admitted {
 
 impl Connections {
     /// At most `max_total` connections, `max_per_client` from one address.
-    pub fn new(max_total: usize, max_per_client: usize) -> Arc<Self> {
+    pub(crate) fn new(max_total: usize, max_per_client: usize) -> Arc<Self> {
         Arc::new(Self {
             max_total: max_total.max(1),
             max_per_client: max_per_client.max(1),
@@ -86,7 +86,7 @@ impl Connections {
     }
 
     /// Admits a connection from `client`, or says why not.
-    pub fn admit(self: &Arc<Self>, client: IpAddr) -> Result<Admitted, Refused> {
+    pub(crate) fn admit(self: &Arc<Self>, client: IpAddr) -> Result<Admitted, Refused> {
         let mut open = self.lock();
         if open.total >= self.max_total {
             return Err(Refused::Full);
@@ -104,14 +104,15 @@ impl Connections {
     }
 
     /// Connections open now.
-    pub fn open(&self) -> usize {
+    #[cfg(test)]
+    fn open(&self) -> usize {
         self.lock().total
     }
 }
 
 /// The default most connections: what the process may open (`RLIMIT_NOFILE`) less room for
 /// the database, files and outbound requests, at most 8,192.
-pub fn default_max_connections() -> usize {
+pub(crate) fn default_max_connections() -> usize {
     let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile)
         .current
         .unwrap_or(1024);

@@ -3,16 +3,64 @@
 
 use std::collections::BTreeSet;
 
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::response::{IntoResponse, Response};
 use dialtone_domain::{E164, Timestamp};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
-use super::error::{ApiError, ApiResult, Detail};
+use crate::error::{AppError, AppResult, Detail, ErrorCode};
+
+/// A JSON body parsed strictly into `T` ([`json_body`]): 400 `invalid_json` when it is not
+/// a JSON object, `validation_error` naming unknown or mistyped properties.
+pub(crate) struct JsonBody<T>(pub(crate) T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Response> {
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        json_body(&bytes)
+            .map(JsonBody)
+            .map_err(IntoResponse::into_response)
+    }
+}
+
+/// Like [`JsonBody`], but an empty body means `{}` ([`optional_json_body`]).
+pub(crate) struct OptionalJsonBody<T>(pub(crate) T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for OptionalJsonBody<T> {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Response> {
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        optional_json_body(&bytes)
+            .map(OptionalJsonBody)
+            .map_err(IntoResponse::into_response)
+    }
+}
+
+/// A query string parsed strictly into `T` ([`query`]): unknown parameters refused by name.
+pub(crate) struct QueryString<T>(pub(crate) T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryString<T> {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, AppError> {
+        query(parts.uri.query()).map(QueryString)
+    }
+}
 
 /// Parses a query string into `T`, whose fields name every accepted parameter.
 /// A parameter given twice becomes a list, which only list fields accept.
-pub fn query<T: DeserializeOwned>(raw: Option<&str>) -> ApiResult<T> {
+pub(crate) fn query<T: DeserializeOwned>(raw: Option<&str>) -> AppResult<T> {
     let mut map = Map::new();
     for (key, value) in form_urlencoded::parse(raw.unwrap_or_default().as_bytes()) {
         let key = key.into_owned();
@@ -33,13 +81,16 @@ pub fn query<T: DeserializeOwned>(raw: Option<&str>) -> ApiResult<T> {
 
 /// Parses a JSON body into `T`: 400 `invalid_json` when it is not JSON, 400
 /// `validation_error` naming unknown or mistyped properties otherwise.
-pub fn json_body<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
+pub(crate) fn json_body<T: DeserializeOwned>(bytes: &[u8]) -> AppResult<T> {
     let value: Value = serde_json::from_slice(bytes).map_err(|e| {
-        ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}"))
+        AppError::new(
+            ErrorCode::InvalidJson,
+            format!("the body is not valid JSON: {e}"),
+        )
     })?;
     if !value.is_object() {
-        return Err(ApiError::bad_request(
-            "invalid_json",
+        return Err(AppError::new(
+            ErrorCode::InvalidJson,
             "the body must be a JSON object",
         ));
     }
@@ -47,14 +98,14 @@ pub fn json_body<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
 }
 
 /// Like [`json_body`] but an empty body means `{}`.
-pub fn optional_json_body<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
+pub(crate) fn optional_json_body<T: DeserializeOwned>(bytes: &[u8]) -> AppResult<T> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return from_value(Value::Object(Map::new()), "property");
     }
     json_body(bytes)
 }
 
-fn from_value<T: DeserializeOwned>(value: Value, what: &str) -> ApiResult<T> {
+fn from_value<T: DeserializeOwned>(value: Value, what: &str) -> AppResult<T> {
     let mut unknown = BTreeSet::new();
     let mut record = |path: serde_ignored::Path<'_>| {
         // serde_ignored writes `?` for an Option level; clients know no such level.
@@ -65,7 +116,7 @@ fn from_value<T: DeserializeOwned>(value: Value, what: &str) -> ApiResult<T> {
     let ignored = serde_ignored::Deserializer::new(value, &mut record);
     let parsed: Result<T, _> = serde_path_to_error::deserialize(ignored);
     if !unknown.is_empty() {
-        return Err(ApiError::validation(
+        return Err(AppError::validation(
             unknown
                 .into_iter()
                 .map(|p| Detail::new(p, format!("unknown {what}")))
@@ -85,19 +136,21 @@ fn from_value<T: DeserializeOwned>(value: Value, what: &str) -> ApiResult<T> {
             } else {
                 format!("{path}.{field}")
             };
-            return ApiError::invalid(param, "is required");
+            return AppError::invalid(param, "is required");
         }
         let message = if inner.contains("invalid type: sequence") {
             "must be given once".to_owned()
         } else {
             inner
         };
-        ApiError::invalid(path, message)
+        AppError::invalid(path, message)
     })
 }
 
 /// For list parameters: accepts one value or several.
-pub fn one_or_many<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+pub(crate) fn one_or_many<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Vec<String>>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum OneOrMany {
@@ -112,27 +165,27 @@ pub fn one_or_many<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>
 
 /// Collects every invalid parameter of a request before answering once.
 #[derive(Debug, Default)]
-pub struct Checks {
+pub(crate) struct Checks {
     details: Vec<Detail>,
 }
 
 impl Checks {
     /// Records a failure.
-    pub fn fail(&mut self, param: &str, message: impl Into<String>) {
+    pub(crate) fn fail(&mut self, param: &str, message: impl Into<String>) {
         self.details.push(Detail::new(param, message));
     }
 
     /// Ok when nothing failed, else 400 `validation_error` with every detail.
-    pub fn finish(self) -> ApiResult<()> {
+    pub(crate) fn finish(self) -> AppResult<()> {
         if self.details.is_empty() {
             Ok(())
         } else {
-            Err(ApiError::validation(self.details))
+            Err(AppError::validation(self.details))
         }
     }
 
     /// A value that must be present.
-    pub fn required<'a>(&mut self, param: &str, value: Option<&'a str>) -> Option<&'a str> {
+    pub(crate) fn required<'a>(&mut self, param: &str, value: Option<&'a str>) -> Option<&'a str> {
         if value.is_none() {
             self.fail(param, "is required");
         }
@@ -140,7 +193,13 @@ impl Checks {
     }
 
     /// An integer within bounds.
-    pub fn int(&mut self, param: &str, value: Option<&str>, min: i64, max: i64) -> Option<i64> {
+    pub(crate) fn int(
+        &mut self,
+        param: &str,
+        value: Option<&str>,
+        min: i64,
+        max: i64,
+    ) -> Option<i64> {
         let v = value?;
         match v.parse::<i64>() {
             Ok(n) if (min..=max).contains(&n) => Some(n),
@@ -152,7 +211,7 @@ impl Checks {
     }
 
     /// One of a fixed set of words.
-    pub fn choice<T: Copy>(
+    pub(crate) fn choice<T: Copy>(
         &mut self,
         param: &str,
         value: Option<&str>,
@@ -170,7 +229,7 @@ impl Checks {
     }
 
     /// An RFC 3339 datetime.
-    pub fn datetime(&mut self, param: &str, value: Option<&str>) -> Option<Timestamp> {
+    pub(crate) fn datetime(&mut self, param: &str, value: Option<&str>) -> Option<Timestamp> {
         let v = value?;
         match Timestamp::parse_rfc3339(v) {
             Ok(t) => Some(t),
@@ -182,12 +241,12 @@ impl Checks {
     }
 
     /// A boolean written `true` or `false`.
-    pub fn boolean(&mut self, param: &str, value: Option<&str>) -> Option<bool> {
+    pub(crate) fn boolean(&mut self, param: &str, value: Option<&str>) -> Option<bool> {
         self.choice(param, value, &[("true", true), ("false", false)])
     }
 
     /// Text whose length in characters is within bounds.
-    pub fn text<'a>(
+    pub(crate) fn text<'a>(
         &mut self,
         param: &str,
         value: Option<&'a str>,
@@ -205,7 +264,7 @@ impl Checks {
     }
 
     /// An E.164 phone number valid in its numbering plan.
-    pub fn phone(&mut self, param: &str, value: Option<&str>) -> Option<E164> {
+    pub(crate) fn phone(&mut self, param: &str, value: Option<&str>) -> Option<E164> {
         let v = value?;
         match E164::parse(v) {
             Ok(n) => Some(n),
@@ -217,7 +276,7 @@ impl Checks {
     }
 
     /// An absolute http or https URL (webhook endpoints, fetches).
-    pub fn http_url(&mut self, param: &str, value: Option<&str>) -> Option<String> {
+    pub(crate) fn http_url(&mut self, param: &str, value: Option<&str>) -> Option<String> {
         let v = value?;
         match url::Url::parse(v) {
             Ok(u)
@@ -235,7 +294,7 @@ impl Checks {
     }
 
     /// A sid (8 characters of `[0-9a-z]`).
-    pub fn sid(&mut self, param: &str, value: Option<&str>) -> Option<dialtone_domain::Sid> {
+    pub(crate) fn sid(&mut self, param: &str, value: Option<&str>) -> Option<dialtone_domain::Sid> {
         let v = value?;
         let sid = dialtone_domain::Sid::parse(v).filter(|s| s.as_str() == v);
         if sid.is_none() {
@@ -247,7 +306,7 @@ impl Checks {
 
 /// For properties where absent and `null` differ (PATCH): absent is `None`, `null` is
 /// `Some(None)`. Use with `#[serde(default, deserialize_with = "nullable")]`.
-pub fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+pub(crate) fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     d: D,
 ) -> Result<Option<Option<T>>, D::Error> {
     Option::<T>::deserialize(d).map(Some)
@@ -281,7 +340,7 @@ mod tests {
     #[test]
     fn unknown_query_parameters_are_named() {
         let e = query::<Q>(Some("name=a&bogus=1&zz=2")).unwrap_err();
-        assert_eq!(e.code, "validation_error");
+        assert_eq!(e.code, ErrorCode::ValidationError);
         let params: Vec<_> = e.details.iter().map(|d| d.param.as_str()).collect();
         assert_eq!(params, ["bogus", "zz"]);
     }
@@ -299,8 +358,14 @@ mod tests {
 
     #[test]
     fn bodies_name_unknown_missing_and_mistyped_properties() {
-        assert_eq!(json_body::<Body>(b"{").unwrap_err().code, "invalid_json");
-        assert_eq!(json_body::<Body>(b"[1]").unwrap_err().code, "invalid_json");
+        assert_eq!(
+            json_body::<Body>(b"{").unwrap_err().code,
+            ErrorCode::InvalidJson
+        );
+        assert_eq!(
+            json_body::<Body>(b"[1]").unwrap_err().code,
+            ErrorCode::InvalidJson
+        );
         let e = json_body::<Body>(br#"{"name":"x","options":{"algo":"a","extra":1}}"#).unwrap_err();
         assert_eq!(e.details[0].param, "options.extra");
         let e = json_body::<Body>(br#"{}"#).unwrap_err();

@@ -11,7 +11,7 @@ use dialtone_domain::Timestamp;
 use dialtone_domain::credentials::{hash_password, verify_password};
 use tokio::sync::Semaphore;
 
-use super::error::{ApiError, ApiResult};
+use crate::error::{AppError, AppResult, ErrorCode};
 
 /// Password checks waiting for a slot beyond which more are refused at once (429).
 const MAX_WAITING: usize = 64;
@@ -46,7 +46,7 @@ impl AuthGuard {
     }
 
     /// 429 while `client` has failed too often in the current minute.
-    pub fn check_client(&self, client: Option<IpAddr>, now: Timestamp) -> ApiResult<()> {
+    pub fn check_client(&self, client: Option<IpAddr>, now: Timestamp) -> AppResult<()> {
         let (Some(ip), true) = (client, self.max_failures > 0) else {
             return Ok(());
         };
@@ -56,8 +56,8 @@ impl AuthGuard {
             && count >= self.max_failures
         {
             let retry = (start + WINDOW_MS - now.millis()).max(1_000) / 1_000;
-            return Err(ApiError::too_many(
-                "rate_limited",
+            return Err(AppError::too_many(
+                ErrorCode::RateLimited,
                 "too many failed authentications from this address: wait before trying again",
                 u64::try_from(retry).unwrap_or(60),
             ));
@@ -86,19 +86,19 @@ impl AuthGuard {
 
     /// Checks `password` against `stored` (or against a hash of nothing when the login is
     /// unknown, at the same cost), a few checks at a time, off the async threads.
-    pub async fn verify(&self, password: String, stored: Option<String>) -> ApiResult<bool> {
+    pub async fn verify(&self, password: String, stored: Option<String>) -> AppResult<bool> {
         use std::sync::atomic::Ordering;
         if self.waiting.fetch_add(1, Ordering::AcqRel) >= MAX_WAITING {
             self.waiting.fetch_sub(1, Ordering::AcqRel);
-            return Err(ApiError::too_many(
-                "rate_limited",
+            return Err(AppError::too_many(
+                ErrorCode::RateLimited,
                 "too many password checks at once: try again shortly",
                 1,
             ));
         }
         let permit = self.checks.clone().acquire_owned().await;
         self.waiting.fetch_sub(1, Ordering::AcqRel);
-        let permit = permit.map_err(ApiError::internal)?;
+        let permit = permit.map_err(AppError::internal)?;
         let known = stored.is_some();
         let hash = stored.unwrap_or_else(|| decoy().to_owned());
         let ok = tokio::task::spawn_blocking(move || {
@@ -133,7 +133,7 @@ mod tests {
             guard.failed(Some(ip), t);
         }
         let refused = guard.check_client(Some(ip), t.plus_ms(10)).unwrap_err();
-        assert_eq!(refused.code, "rate_limited");
+        assert_eq!(refused.code, ErrorCode::RateLimited);
         assert!(guard.check_client(Some(other), t).is_ok(), "per address");
         assert!(guard.check_client(Some(ip), t.plus_ms(WINDOW_MS)).is_ok());
     }

@@ -12,20 +12,20 @@ use dialtone_store::idempotency::{self, Answer, Begin};
 use sha2::{Digest, Sha256};
 
 use super::auth::Caller;
-use super::error::{ApiError, Detail};
+use crate::error::{AppError, Detail, ErrorCode};
 use crate::state::AppState;
 
 /// The request header.
-pub const HEADER: &str = "idempotency-key";
+pub(crate) const HEADER: &str = "idempotency-key";
 /// Longest key.
-pub const MAX_KEY: usize = 255;
+pub(crate) const MAX_KEY: usize = 255;
 /// How long a running request holds its key before a retry may run it again.
 const HOLD_MS: i64 = 60_000;
 /// Largest answer kept (answers to POST are small JSON objects).
 const MAX_ANSWER: usize = 4 * 1024 * 1024;
 
 /// The middleware: passes through anything but a keyed POST.
-pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
+pub(crate) async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
     if req.method() != Method::POST || !req.headers().contains_key(HEADER) {
         return next.run(req).await;
     }
@@ -47,7 +47,7 @@ async fn keyed(state: &AppState, req: Request, next: Next) -> Result<Response, R
         .filter(|k| (1..=MAX_KEY).contains(&k.chars().count()))
         .map(str::to_owned)
         .ok_or_else(|| {
-            ApiError::validation(vec![Detail::new(
+            AppError::validation(vec![Detail::new(
                 "Idempotency-Key",
                 format!("must be 1 to {MAX_KEY} visible ASCII characters"),
             )])
@@ -58,8 +58,31 @@ async fn keyed(state: &AppState, req: Request, next: Next) -> Result<Response, R
         .max_body_bytes
         .max(state.config.audio_max_bytes.saturating_mul(2));
     let bytes = to_bytes(body, limit).await.map_err(|_| {
-        ApiError::invalid("body", "the body is too large or was cut off").into_response()
+        AppError::invalid("body", "the body is too large or was cut off").into_response()
     })?;
+    let request_hash = request_hash(&parts, &bytes);
+    let (account, now) = (caller.account.id, state.clock.now());
+    let k = key.clone();
+    let begun = state
+        .store
+        .write(move |c| idempotency::begin(c, account, &k, &request_hash, HOLD_MS, now))
+        .await
+        .map_err(|e| AppError::from(e).into_response())?;
+    if let Some(early) = answered_without_running(begun) {
+        return early;
+    }
+    // Every write the request makes also marks the key as committed, in its transaction.
+    let response = idempotency::scope(
+        account,
+        key.clone(),
+        next.run(Request::from_parts(parts, Body::from(bytes))),
+    )
+    .await;
+    keep(state, account, key, response).await
+}
+
+/// What identifies a request under its key: method, path with query, and body.
+fn request_hash(parts: &axum::http::request::Parts, bytes: &[u8]) -> String {
     let mut hash = Sha256::new();
     hash.update(parts.method.as_str());
     hash.update(b" ");
@@ -70,52 +93,48 @@ async fn keyed(state: &AppState, req: Request, next: Next) -> Result<Response, R
             .map_or(parts.uri.path(), |p| p.as_str()),
     );
     hash.update(b"\n");
-    hash.update(&bytes);
-    let request_hash = hex::encode(hash.finalize());
-    let (account, now) = (caller.account.id, state.clock.now());
-    let k = key.clone();
-    let begun = state
-        .store
-        .write(move |c| idempotency::begin(c, account, &k, &request_hash, HOLD_MS, now))
-        .await
-        .map_err(|e| ApiError::from(e).into_response())?;
+    hash.update(bytes);
+    hex::encode(hash.finalize())
+}
+
+/// The answer of a key already used (replayed, refused, or still running); None when the
+/// request is to run.
+fn answered_without_running(begun: Begin) -> Option<Result<Response, Response>> {
     match begun {
-        Begin::Replay(answer) => return Ok(replay(answer)),
-        Begin::Mismatch => {
-            return Err(ApiError::bad_request(
-                "idempotency_mismatch",
-                "this Idempotency-Key was used with another request",
-            )
-            .into_response());
-        }
+        Begin::Replay(answer) => Some(Ok(replay(answer))),
+        Begin::Mismatch => Some(Err(AppError::new(
+            ErrorCode::IdempotencyMismatch,
+            "this Idempotency-Key was used with another request",
+        )
+        .into_response())),
         Begin::InFlight => {
-            let mut r = ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "rate_limited",
+            let mut r = AppError::new(
+                ErrorCode::RateLimited,
                 "a request with this Idempotency-Key is still running: retry shortly",
             )
             .into_response();
             r.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-            return Err(r);
+            Some(Err(r))
         }
-        Begin::AnswerLost => {
-            return Err(ApiError::bad_request(
-                "idempotency_answer_lost",
-                "the request with this Idempotency-Key was carried out, but its answer was lost \
-                 when the server stopped; it is not run again: look its result up instead",
-            )
-            .into_response());
-        }
-        Begin::Run => {}
+        Begin::AnswerLost => Some(Err(AppError::new(
+            ErrorCode::IdempotencyAnswerLost,
+            "the request with this Idempotency-Key was carried out, but its answer was lost \
+             when the server stopped; it is not run again: look its result up instead",
+        )
+        .into_response())),
+        Begin::Run => None,
     }
-    // Every write the request makes also marks the key as committed, in its transaction.
-    let response = idempotency::scope(
-        account,
-        key.clone(),
-        next.run(Request::from_parts(parts, Body::from(bytes))),
-    )
-    .await;
+}
+
+/// Keeps the answer of a request that ran under its key (a server error releases the key
+/// instead, so a retry runs again).
+async fn keep(
+    state: &AppState,
+    account: i64,
+    key: String,
+    response: Response,
+) -> Result<Response, Response> {
     let status = response.status();
     if status.is_server_error() {
         let k = key.clone();
@@ -129,7 +148,7 @@ async fn keyed(state: &AppState, req: Request, next: Next) -> Result<Response, R
     let (head, body) = response.into_parts();
     let body = to_bytes(body, MAX_ANSWER)
         .await
-        .map_err(|e| ApiError::internal(format!("reading the answer: {e}")).into_response())?;
+        .map_err(|e| AppError::internal(format!("reading the answer: {e}")).into_response())?;
     let answer = Answer {
         status: status.as_u16(),
         content_type: head
@@ -146,7 +165,7 @@ async fn keyed(state: &AppState, req: Request, next: Next) -> Result<Response, R
         .write(move |c| idempotency::finish(c, account, &key, &answer))
         .await
     {
-        tracing::error!(error = %e, "could not store an idempotent answer");
+        tracing::error!(error = %format!("{e:#}"), "could not store an idempotent answer");
     }
     Ok(Response::from_parts(head, Body::from(body)))
 }

@@ -8,12 +8,12 @@ use axum::http::HeaderMap;
 use dialtone_domain::Sid;
 use dialtone_store::accounts::{self, Account};
 
-use super::error::{ApiError, ApiResult};
+use crate::error::{AppError, AppResult, ErrorCode};
 use crate::state::AppState;
 
 /// Whom a Login-As header names.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
+pub(crate) enum Target {
     /// `account.hash SID`.
     Account(Sid),
     /// `user.login LOGIN`.
@@ -21,12 +21,12 @@ pub enum Target {
 }
 
 /// The header's name for a brand: `<BRAND>-Login-As`.
-pub fn header_name(brand: &str) -> String {
+pub(crate) fn header_name(brand: &str) -> String {
     format!("{brand}-Login-As")
 }
 
 /// Parses the header's value.
-pub fn parse(value: &str) -> Result<Target, String> {
+pub(crate) fn parse(value: &str) -> Result<Target, String> {
     let expected = "expected `account.hash SID` or `user.login LOGIN`";
     let (kind, target) = value
         .trim()
@@ -44,15 +44,19 @@ pub fn parse(value: &str) -> Result<Target, String> {
 }
 
 /// The account `caller` acts as: itself without the header, else the target it may act as.
-pub async fn resolve(headers: &HeaderMap, caller: Account, state: &AppState) -> ApiResult<Account> {
+pub(crate) async fn resolve(
+    headers: &HeaderMap,
+    caller: Account,
+    state: &AppState,
+) -> AppResult<Account> {
     let name = header_name(&state.config.header_brand);
-    let invalid = |why: String| ApiError::bad_request("login_as_invalid", format!("{name}: {why}"));
+    let invalid = |why: String| AppError::new(ErrorCode::LoginAsInvalid, format!("{name}: {why}"));
     let Some(raw) = headers.get(name.as_str()) else {
         // Another brand's header is not ours to read, nor to ignore: acting on the caller's
         // own account instead of the one it names would spend the wrong credit.
         if let Some(other) = headers.keys().find(|h| h.as_str().ends_with("-login-as")) {
-            return Err(ApiError::bad_request(
-                "login_as_invalid",
+            return Err(AppError::new(
+                ErrorCode::LoginAsInvalid,
                 format!(
                     "{other}: this server reads {name} (its --header-brand is {})",
                     state.config.header_brand
@@ -75,8 +79,8 @@ pub async fn resolve(headers: &HeaderMap, caller: Account, state: &AppState) -> 
     match found {
         Some(a) if a.id == caller.id || a.parent_id == Some(caller.id) => Ok(a),
         // An account that does not exist and one the caller may not act as answer alike.
-        _ => Err(ApiError::forbidden(
-            "login_as_refused",
+        _ => Err(AppError::new(
+            ErrorCode::LoginAsRefused,
             format!("{name}: the caller may act only as itself or one of its sub accounts"),
         )),
     }

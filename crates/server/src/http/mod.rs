@@ -2,16 +2,16 @@
 //! controls, and the middleware that gives every response a request id, counts it, and puts
 //! the contract's JSON body on errors the router produces itself (404, 405, 413).
 
-pub mod auth;
-pub mod body;
-pub mod client;
-pub mod error;
-pub mod extract;
-pub mod guard;
-pub mod idempotency;
-pub mod login_as;
-pub mod rate_limit;
-pub mod search;
+pub(crate) mod auth;
+pub(crate) mod body;
+pub(crate) mod client;
+pub(crate) mod error;
+pub(crate) mod extract;
+pub(crate) mod guard;
+pub(crate) mod idempotency;
+pub(crate) mod login_as;
+pub(crate) mod rate_limit;
+pub(crate) mod search;
 
 use std::time::Instant;
 
@@ -22,16 +22,12 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tracing::Instrument;
 
+use crate::error::{AppError, ErrorCode};
 use crate::metrics::{RequestLabels, RouteLabels};
 use crate::state::AppState;
-use error::ApiError;
 
 /// Name of the request id header.
-pub const REQUEST_ID: &str = "x-request-id";
-
-/// The request id of the request being served (in request extensions).
-#[derive(Debug, Clone)]
-pub struct RequestId(pub String);
+pub(crate) const REQUEST_ID: &str = "x-request-id";
 
 fn acceptable_request_id(v: &HeaderValue) -> Option<String> {
     let s = v.to_str().ok()?;
@@ -40,13 +36,12 @@ fn acceptable_request_id(v: &HeaderValue) -> Option<String> {
 }
 
 /// Echoes or assigns `x-request-id`, logs and counts the request.
-pub async fn observe(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+pub(crate) async fn observe(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let id = req
         .headers()
         .get(REQUEST_ID)
         .and_then(acceptable_request_id)
         .unwrap_or_else(|| hex::encode(rand::random::<[u8; 8]>()));
-    req.extensions_mut().insert(RequestId(id.clone()));
     let route = req
         .extensions()
         .get::<MatchedPath>()
@@ -83,7 +78,7 @@ pub async fn observe(State(state): State<AppState>, mut req: Request, next: Next
 /// Gives router-made errors the contract's body: 405 keeps its `Allow` header, 413 (a body
 /// over the size limit) and 408 (a body that stalled) become 400, as the contract declares
 /// neither.
-pub async fn contract_errors(req: Request, next: Next) -> Response {
+pub(crate) async fn contract_errors(req: Request, next: Next) -> Response {
     let response = next.run(req).await;
     let status = response.status();
     let is_json = response
@@ -94,19 +89,18 @@ pub async fn contract_errors(req: Request, next: Next) -> Response {
         return response;
     }
     let replacement = match status {
-        StatusCode::METHOD_NOT_ALLOWED => ApiError::new(
-            status,
-            "method_not_allowed",
+        StatusCode::METHOD_NOT_ALLOWED => AppError::new(
+            ErrorCode::MethodNotAllowed,
             "method not allowed on this path; the Allow header lists those that are",
         ),
-        StatusCode::PAYLOAD_TOO_LARGE => ApiError::invalid("body", "the request body is too large"),
+        StatusCode::PAYLOAD_TOO_LARGE => AppError::invalid("body", "the request body is too large"),
         StatusCode::REQUEST_TIMEOUT => {
-            ApiError::invalid("body", "the request body did not arrive in time")
+            AppError::invalid("body", "the request body did not arrive in time")
         }
         StatusCode::BAD_REQUEST
         | StatusCode::UNSUPPORTED_MEDIA_TYPE
         | StatusCode::UNPROCESSABLE_ENTITY => {
-            ApiError::invalid("body", "the request body could not be read")
+            AppError::invalid("body", "the request body could not be read")
         }
         _ => return response,
     };
@@ -123,6 +117,6 @@ pub async fn contract_errors(req: Request, next: Next) -> Response {
 }
 
 /// 404 for any path no interface serves.
-pub async fn fallback() -> ApiError {
-    ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such path")
+pub(crate) async fn fallback() -> AppError {
+    AppError::new(ErrorCode::NotFound, "no such path")
 }

@@ -11,8 +11,8 @@ use std::sync::Mutex;
 use dialtone_domain::Timestamp;
 use dialtone_store::accounts::Account;
 
-use super::error::ApiError;
 use crate::config::Config;
+use crate::error::{AppError, ErrorCode};
 
 /// The buckets of every account that made a request to this node.
 #[derive(Debug, Default)]
@@ -29,7 +29,7 @@ impl RateLimiter {
         config: &Config,
         account: &Account,
         now: Timestamp,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), AppError> {
         let rate = account.rate_limit.unwrap_or(config.rate_limit);
         if rate <= 0 {
             return Ok(());
@@ -38,8 +38,8 @@ impl RateLimiter {
         let burst = account.rate_burst.or(default_burst).unwrap_or(rate).max(1);
         match self.check(account.id, rate, burst, now.millis().saturating_mul(1000)) {
             Ok(()) => Ok(()),
-            Err(wait_us) => Err(ApiError::too_many(
-                "rate_limited",
+            Err(wait_us) => Err(AppError::too_many(
+                ErrorCode::RateLimited,
                 format!("over {rate} requests per second (burst {burst}): slow down"),
                 u64::try_from((wait_us + 999_999) / 1_000_000)
                     .unwrap_or(1)

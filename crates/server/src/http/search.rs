@@ -7,26 +7,16 @@ use super::extract::Checks;
 
 /// Sort direction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Order {
+pub(crate) enum Order {
     /// Oldest or smallest first.
     Asc,
     /// Newest or largest first (the default).
     Desc,
 }
 
-impl Order {
-    /// The SQL keyword.
-    pub fn sql(self) -> &'static str {
-        match self {
-            Order::Asc => "ASC",
-            Order::Desc => "DESC",
-        }
-    }
-}
-
 /// Validated search controls; `S` is the endpoint's sort key.
 #[derive(Debug, Clone, Copy)]
-pub struct Page<S> {
+pub(crate) struct Page<S> {
     /// Sort key.
     pub sort: S,
     /// Direction.
@@ -38,11 +28,11 @@ pub struct Page<S> {
 }
 
 /// Largest `offset` accepted (beyond it a search would only scan to return nothing).
-pub const MAX_OFFSET: i64 = 1_000_000_000;
+pub(crate) const MAX_OFFSET: i64 = 1_000_000_000;
 
 /// Validates the four controls; `sorts` lists the endpoint's sort keys, `default_sort` first
 /// if absent.
-pub fn page<S: Copy>(
+pub(crate) fn page<S: Copy>(
     checks: &mut Checks,
     sort: Option<&str>,
     sorts: &[(&str, S)],
@@ -68,7 +58,7 @@ pub fn page<S: Copy>(
 /// A page of search results.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct SearchResult<T> {
+pub(crate) struct SearchResult<T> {
     /// The offset asked for.
     pub offset: i64,
     /// How many items match in all.
@@ -81,7 +71,7 @@ pub struct SearchResult<T> {
 
 impl<T> SearchResult<T> {
     /// Wraps a page of hits.
-    pub fn new<S>(page: &Page<S>, total: i64, hits: Vec<T>) -> Self {
+    pub(crate) fn new<S>(page: &Page<S>, total: i64, hits: Vec<T>) -> Self {
         Self {
             offset: page.offset,
             total,

@@ -6,11 +6,13 @@ use dialtone_store::numbers::owned;
 use dialtone_store::scenarios::{self, Scenario};
 use serde_json::{Value, json};
 
-use super::{Call, RpcError, codes};
+use super::call::Call;
+use super::error::{RpcError, codes};
+use crate::error::ErrorCode;
 use crate::numbers::legacy::did_id;
 
 /// The only package: Actions scenarios.
-pub const PACKAGE: &str = "ACTIONS10";
+pub(super) const PACKAGE: &str = "ACTIONS10";
 
 fn app(s: &Scenario, dids: Vec<Value>) -> Value {
     json!({
@@ -74,7 +76,7 @@ fn check_name(name: &str) -> Result<(), RpcError> {
 }
 
 /// `apps.create [package, name, {format, script}]` -> App.
-pub async fn create(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn create(call: &Call<'_>) -> Result<Value, RpcError> {
     let package = call.string(0, "package")?;
     if package != PACKAGE {
         return Err(RpcError::invalid_param(
@@ -85,7 +87,7 @@ pub async fn create(call: &Call<'_>) -> Result<Value, RpcError> {
     let name = call.string(1, "name")?;
     check_name(&name)?;
     let script = script_of(call.param(2), 2)?;
-    crate::scenarios::validate(call.state, call.caller.account.id, &script).await?;
+    crate::scenarios::validate::validate(call.state, call.caller.account.id, &script).await?;
     let (account, now) = (call.caller.account.id, call.state.clock.now());
     let config = call.state.config.clone();
     let s = call
@@ -93,16 +95,14 @@ pub async fn create(call: &Call<'_>) -> Result<Value, RpcError> {
         .store
         .write(move |c| {
             crate::quotas::check(c, &config, crate::quotas::Quota::Scenarios, account)?;
-            Ok::<_, crate::http::error::ApiError>(scenarios::create(
-                c, account, &name, &script, now,
-            )?)
+            Ok::<_, crate::error::AppError>(scenarios::create(c, account, &name, &script, now)?)
         })
         .await?;
     Ok(app(&s, Vec::new()))
 }
 
 /// `apps.edit [hash, name, {format, script}]` -> App.
-pub async fn edit(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn edit(call: &Call<'_>) -> Result<Value, RpcError> {
     let sid = sid_of(call, 0)?;
     let name = call.string(1, "name")?;
     check_name(&name)?;
@@ -111,7 +111,7 @@ pub async fn edit(call: &Call<'_>) -> Result<Value, RpcError> {
         options => Some(script_of(options, 2)?),
     };
     if let Some(s) = &script {
-        crate::scenarios::validate(call.state, call.caller.account.id, s).await?;
+        crate::scenarios::validate::validate(call.state, call.caller.account.id, s).await?;
     }
     let (account, now) = (call.caller.account.id, call.state.clock.now());
     let s = call
@@ -124,7 +124,7 @@ pub async fn edit(call: &Call<'_>) -> Result<Value, RpcError> {
 }
 
 /// `apps.delete [hash]` -> true.
-pub async fn delete(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn delete(call: &Call<'_>) -> Result<Value, RpcError> {
     let sid = sid_of(call, 0)?;
     let account = call.caller.account.id;
     if call
@@ -149,14 +149,14 @@ async fn find(call: &Call<'_>, sid: Sid) -> Result<Scenario, RpcError> {
 }
 
 /// `apps.get [hash]` -> App.
-pub async fn get(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn get(call: &Call<'_>) -> Result<Value, RpcError> {
     let s = find(call, sid_of(call, 0)?).await?;
     render(call, s).await
 }
 
 /// `apps.get_list [showDids?]` -> every App of the account (at most 1000), newest change
 /// first.
-pub async fn get_list(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn get_list(call: &Call<'_>) -> Result<Value, RpcError> {
     let show_dids = match call.param(0) {
         Value::Null => true,
         Value::Bool(b) => *b,
@@ -197,7 +197,7 @@ async fn page(
 /// `apps.search [filters, options]` -> `{hits, total, offset, has_more}` of App objects,
 /// newest change first. Filters: `name` (part, 1 to 64 characters) and `package`
 /// (`ACTIONS10`, the only one); options: `offset`, `limit` (1 to 100, default 10).
-pub async fn search(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn search(call: &Call<'_>) -> Result<Value, RpcError> {
     let (filters, options) = (call.param(0), call.param(1));
     if !matches!(filters, Value::Null | Value::Object(_)) {
         return Err(RpcError::invalid_param(0, "filters must be an object"));
@@ -220,8 +220,8 @@ pub async fn search(call: &Call<'_>) -> Result<Value, RpcError> {
         Some(Value::String(p)) => p != PACKAGE,
         Some(_) => return Err(RpcError::invalid_param(0, "package must be a string")),
     };
-    let offset = super::int_option(options, "offset", 0, 1_000_000_000)?;
-    let limit = super::int_option(options, "limit", 10, 100)?.max(1);
+    let offset = super::call::int_option(options, "offset", 0, 1_000_000_000)?;
+    let limit = super::call::int_option(options, "limit", 10, 100)?.max(1);
     let (total, list) = if other_package {
         (0, Vec::new())
     } else {
@@ -262,22 +262,22 @@ async fn set_did(call: &Call<'_>, attach: bool) -> Result<Value, RpcError> {
 }
 
 /// `apps.assign_did [app hash, did hash]` -> true.
-pub async fn assign_did(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn assign_did(call: &Call<'_>) -> Result<Value, RpcError> {
     set_did(call, true).await
 }
 
 /// `apps.remove_did [app hash, did hash]` -> true.
-pub async fn remove_did(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn remove_did(call: &Call<'_>) -> Result<Value, RpcError> {
     set_did(call, false).await
 }
 
 /// `actions.start [app hash, {variables}?]` -> `{runId, scenario, status, created}` (the
 /// v2.0 start output).
-pub async fn start(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn start(call: &Call<'_>) -> Result<Value, RpcError> {
     let s = find(call, sid_of(call, 0)?).await?;
     if call.caller.account.status == dialtone_domain::account::AccountStatus::Suspended {
-        return Err(crate::http::error::ApiError::forbidden(
-            "account_suspended",
+        return Err(crate::error::AppError::new(
+            ErrorCode::AccountSuspended,
             "the account is suspended: reads work, spending is refused",
         )
         .into());

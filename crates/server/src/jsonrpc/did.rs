@@ -7,7 +7,8 @@ use dialtone_store::numbers::{inventory, owned};
 use dialtone_store::search::Paging;
 use serde_json::{Value, json};
 
-use super::{Call, RpcError, codes, int_option};
+use super::call::{Call, int_option};
+use super::error::{RpcError, codes};
 use crate::numbers::{self, legacy};
 
 fn item(n: &str, hash: Option<String>) -> Value {
@@ -30,7 +31,7 @@ fn reservation(r: &Reservation, currency: &str) -> Value {
 }
 
 /// `did.search [filters, options]` -> `{hits, total, offset, has_more}` of DID objects.
-pub async fn search(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn search(call: &Call<'_>) -> Result<Value, RpcError> {
     let options = call.param(1).clone();
     let offset = int_option(&options, "offset", 0, 1_000_000_000)?;
     let limit = int_option(&options, "limit", 10, 100)?.max(1);
@@ -55,7 +56,7 @@ pub async fn search(call: &Call<'_>) -> Result<Value, RpcError> {
 }
 
 /// `did/areacode.countries []`.
-pub async fn countries(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn countries(call: &Call<'_>) -> Result<Value, RpcError> {
     let codes = call.state.store.read(inventory::countries).await?;
     Ok(codes
         .iter()
@@ -64,7 +65,7 @@ pub async fn countries(call: &Call<'_>) -> Result<Value, RpcError> {
 }
 
 /// `did/areacode.types [country]`.
-pub async fn types(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn types(call: &Call<'_>) -> Result<Value, RpcError> {
     let country = call.string(0, "country")?;
     let pairs = call
         .state
@@ -80,7 +81,7 @@ pub async fn types(call: &Call<'_>) -> Result<Value, RpcError> {
 }
 
 /// `did/areacode.get_list [country, type|null]`.
-pub async fn area_codes(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn area_codes(call: &Call<'_>) -> Result<Value, RpcError> {
     let country = call.string(0, "country")?;
     let number_type = match call.param(1) {
         Value::Null => None,
@@ -99,7 +100,7 @@ pub async fn area_codes(call: &Call<'_>) -> Result<Value, RpcError> {
 }
 
 /// `did/store.reserve [areaCodeId, class, quantity, mode]`.
-pub async fn reserve(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn reserve(call: &Call<'_>) -> Result<Value, RpcError> {
     let id = call.int(0, "areaCodeId")?;
     let class = call.string(1, "class")?.to_ascii_lowercase();
     if dialtone_domain::number::NumberClass::parse(&class).is_none() {
@@ -133,14 +134,14 @@ pub async fn reserve(call: &Call<'_>) -> Result<Value, RpcError> {
 }
 
 /// `did/store.view_order [token]`.
-pub async fn view_order(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn view_order(call: &Call<'_>) -> Result<Value, RpcError> {
     let token = call.string(0, "token")?;
     let r = numbers::reservation(call.state, call.caller.account.id, token).await?;
     Ok(reservation(&r, &call.caller.account.currency))
 }
 
 /// `did/store.buy_order [token]`.
-pub async fn buy_order(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn buy_order(call: &Call<'_>) -> Result<Value, RpcError> {
     let token = call.string(0, "token")?;
     let (bought, debit) = numbers::buy(call.state, call.caller.account.id, token).await?;
     Ok(json!({
@@ -151,14 +152,14 @@ pub async fn buy_order(call: &Call<'_>) -> Result<Value, RpcError> {
 }
 
 /// `did/store.cancel_order [token]`.
-pub async fn cancel_order(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn cancel_order(call: &Call<'_>) -> Result<Value, RpcError> {
     let token = call.string(0, "token")?;
     numbers::cancel(call.state, call.caller.account.id, token).await?;
     Ok(Value::Bool(true))
 }
 
 /// `did/store.cancel_subscription [didHash]`.
-pub async fn cancel_subscription(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn cancel_subscription(call: &Call<'_>) -> Result<Value, RpcError> {
     let hash = call.string(0, "did hash")?;
     let id =
         legacy::did_id(&hash).ok_or_else(|| RpcError::new(codes::NOT_FOUND, "DID not found"))?;

@@ -3,7 +3,8 @@
 
 use dialtone_store::tasks;
 
-use super::{Call, RpcError, codes};
+use super::call::Call;
+use super::error::{RpcError, codes};
 use serde_json::Value;
 
 fn taskid(call: &Call<'_>) -> Result<String, RpcError> {
@@ -11,7 +12,7 @@ fn taskid(call: &Call<'_>) -> Result<String, RpcError> {
 }
 
 /// `jobs.get [jobId]` -> Job.
-pub async fn get(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn get(call: &Call<'_>) -> Result<Value, RpcError> {
     let (taskid, account) = (taskid(call)?, call.caller.account.id);
     let task = call
         .state
@@ -23,7 +24,7 @@ pub async fn get(call: &Call<'_>) -> Result<Value, RpcError> {
 }
 
 /// `jobs.cancel [jobId]` -> true; a job that has ended is error 151.
-pub async fn cancel(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn cancel(call: &Call<'_>) -> Result<Value, RpcError> {
     let taskid = taskid(call)?;
     crate::tasks::cancel(call.state, call.caller.account.id, taskid).await?;
     Ok(Value::Bool(true))

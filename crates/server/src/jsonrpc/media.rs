@@ -9,7 +9,8 @@ use dialtone_domain::Sid;
 use dialtone_store::audio_files::{self, AudioFile, SOURCE_UPLOAD};
 use serde_json::{Value, json};
 
-use super::{Call, RpcError, codes, int_option};
+use super::call::{Call, int_option};
+use super::error::{RpcError, codes};
 use crate::media::{self, emit_status, phone_recording};
 
 /// What the `url` of the Media.Library objects of one answer needs.
@@ -60,7 +61,7 @@ async fn file(call: &Call<'_>, i: usize) -> Result<AudioFile, RpcError> {
             ));
         }
         v @ (Value::Number(_) | Value::String(_)) => {
-            (v.as_str().and_then(Sid::parse), super::integer(v))
+            (v.as_str().and_then(Sid::parse), super::call::integer(v))
         }
         _ => {
             return Err(RpcError::invalid_param(
@@ -101,7 +102,7 @@ fn name(call: &Call<'_>, i: usize) -> Result<String, RpcError> {
 }
 
 /// `media/library.create [name]` -> the new media's id.
-pub async fn create(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn create(call: &Call<'_>) -> Result<Value, RpcError> {
     let name = name(call, 0)?;
     let (account, now) = (call.caller.account.id, call.state.clock.now());
     let config = call.state.config.clone();
@@ -112,21 +113,21 @@ pub async fn create(call: &Call<'_>) -> Result<Value, RpcError> {
             crate::quotas::check(c, &config, crate::quotas::Quota::AudioFiles, account)?;
             let file = audio_files::create(c, account, &name, now)?;
             emit_status(c, &config.public_url(), &file, now)?;
-            Ok::<_, crate::http::error::ApiError>(file)
+            Ok::<_, crate::error::AppError>(file)
         })
         .await?;
     Ok(json!(file.id))
 }
 
 /// `media/library.get [id]` -> the Media.Library object.
-pub async fn get(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn get(call: &Call<'_>) -> Result<Value, RpcError> {
     let file = file(call, 0).await?;
     Ok(Shown::of(call).await?.object(&file))
 }
 
 /// `media/library.get_list [null]` -> every Media.Library object of the account, newest
 /// first (at most 1000).
-pub async fn get_list(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn get_list(call: &Call<'_>) -> Result<Value, RpcError> {
     let account = call.caller.account.id;
     let list = call
         .state
@@ -151,7 +152,7 @@ fn text_option(v: &Value, key: &str, index: usize) -> Result<Option<String>, Rpc
 /// `media/library.search [filters, options]` -> `{hits, total, offset, has_more}`, newest
 /// first. Filters: `name` (part, 1 to 64 characters), `status` (e.g. `READY`), `source`
 /// (`UPLOAD` or `PHONE`); options: `offset`, `limit` (1 to 100, default 10).
-pub async fn search(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn search(call: &Call<'_>) -> Result<Value, RpcError> {
     let (filters, options) = (call.param(0).clone(), call.param(1).clone());
     let name = text_option(&filters, "name", 0)?;
     if name
@@ -206,7 +207,7 @@ pub async fn search(call: &Call<'_>) -> Result<Value, RpcError> {
 }
 
 /// `media/library.set_name [id, name]` -> true.
-pub async fn set_name(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn set_name(call: &Call<'_>) -> Result<Value, RpcError> {
     let f = file(call, 0).await?;
     let name = name(call, 1)?;
     let (account, now) = (call.caller.account.id, call.state.clock.now());
@@ -219,7 +220,7 @@ pub async fn set_name(call: &Call<'_>) -> Result<Value, RpcError> {
 }
 
 /// `media/library.delete [id]` -> true.
-pub async fn delete(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn delete(call: &Call<'_>) -> Result<Value, RpcError> {
     let f = file(call, 0).await?;
     let account = call.caller.account.id;
     call.state
@@ -231,7 +232,7 @@ pub async fn delete(call: &Call<'_>) -> Result<Value, RpcError> {
 
 /// `media/library.set_content [id, text, base64]` -> true: the decoded audio replaces the
 /// content and is converted like an upload (its type is sniffed).
-pub async fn set_content(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn set_content(call: &Call<'_>) -> Result<Value, RpcError> {
     let f = file(call, 0).await?;
     let encoded = call.string(2, "base64")?;
     let max_encoded = call.state.config.audio_max_bytes / 3 * 4 + 8;
@@ -263,7 +264,7 @@ pub async fn set_content(call: &Call<'_>) -> Result<Value, RpcError> {
 }
 
 /// `media/library.get_phone_id [id, country]` -> `{phone_number, code, expires}`.
-pub async fn get_phone_id(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn get_phone_id(call: &Call<'_>) -> Result<Value, RpcError> {
     let f = file(call, 0).await?;
     let country = call.string(1, "country")?.trim().to_ascii_uppercase();
     if !dialtone_domain::country::is_code(&country) {
@@ -280,4 +281,49 @@ pub async fn get_phone_id(call: &Call<'_>) -> Result<Value, RpcError> {
         "code": id.code,
         "expires": id.expires.to_legacy(),
     }))
+}
+
+/// `media/tts.get_voice_list []` -> the voices: `{voice, language, gender, engine}` each.
+pub(super) async fn tts_voices(call: &Call<'_>) -> Result<Value, RpcError> {
+    let voices: Vec<Value> = call
+        .state
+        .speech
+        .voices()
+        .await
+        .into_iter()
+        .map(|v| {
+            serde_json::json!({
+                "voice": v.id,
+                "language": v.language,
+                "gender": v.gender.as_str(),
+                "engine": v.engine.as_str(),
+            })
+        })
+        .collect();
+    Ok(Value::Array(voices))
+}
+
+/// `media/tts.set_content [id, text, voice, options|null]` -> true: the text, spoken by the
+/// voice, becomes the content (`READY` once spoken, source `TTS`). An unknown voice is
+/// refused with the voices there are.
+pub(super) async fn tts_set_content(call: &Call<'_>) -> Result<Value, RpcError> {
+    let f = file(call, 0).await?;
+    let text = call.string(1, "text")?;
+    if !crate::speech::speakable(&text) {
+        return Err(RpcError::invalid_param(
+            1,
+            "text must have 1 to 4000 characters, not only spaces",
+        ));
+    }
+    let name = call.string(2, "voice")?;
+    let voice = call
+        .state
+        .speech
+        .voice(&name)
+        .await
+        .map_err(|e| RpcError::invalid_param(2, e.to_string()))?;
+    media::set_tts(call.state, call.caller.account.id, f.sid, text, voice.id)
+        .await?
+        .ok_or_else(not_found)?;
+    Ok(Value::Bool(true))
 }

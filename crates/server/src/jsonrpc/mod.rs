@@ -3,10 +3,12 @@
 //! failure), errors as `{code, message, data}` with the earlier numeric codes.
 
 mod apps;
+pub(crate) mod call;
 mod did;
+pub(crate) mod error;
 mod jobs;
 mod media;
-pub mod sms;
+pub(crate) mod sms;
 mod system;
 mod webhooks;
 
@@ -18,191 +20,15 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
 
-use crate::http::auth::{LegacyCaller, legacy_caller};
-use crate::http::error::ApiError;
+use crate::error::ErrorCode;
+use crate::http::auth::legacy_caller;
 use crate::state::AppState;
 
-/// JSON-RPC error codes used by dialtone.
-pub mod codes {
-    /// The body is not JSON.
-    pub const PARSE_ERROR: i64 = -32700;
-    /// Not a JSON-RPC 2.0 request object.
-    pub const INVALID_REQUEST: i64 = -32600;
-    /// No such method.
-    pub const METHOD_NOT_FOUND: i64 = -32601;
-    /// Wrong number or kind of parameters.
-    pub const INVALID_PARAMS: i64 = -32602;
-    /// Server fault.
-    pub const INTERNAL: i64 = -32603;
-    /// Authentication failed.
-    pub const AUTH: i64 = 22;
-    /// Feature not allowed (suspended account, missing approval, no credit).
-    pub const NOT_ALLOWED: i64 = 100;
-    /// Object not found.
-    pub const NOT_FOUND: i64 = 115;
-    /// A required property is missing.
-    pub const MISSING_PROPERTY: i64 = 150;
-    /// A property has an invalid value.
-    pub const INVALID_PROPERTY: i64 = 151;
-    /// The SMS could not be routed.
-    pub const SMS_ROUTING: i64 = 1000;
-}
-
-/// A JSON-RPC error object.
-#[derive(Debug, Clone)]
-pub struct RpcError {
-    /// Numeric code.
-    pub code: i64,
-    /// Text.
-    pub message: String,
-    /// Extra data (null when none).
-    pub data: Value,
-}
-
-impl RpcError {
-    /// An error with no data.
-    pub fn new(code: i64, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-            data: Value::Null,
-        }
-    }
-
-    /// Invalid parameter at `index` (0-based) of the positional list.
-    pub fn invalid_param(index: usize, message: impl Into<String>) -> Self {
-        Self::new(
-            codes::INVALID_PROPERTY,
-            format!("param {index}: {}", message.into()),
-        )
-    }
-}
-
-impl From<ApiError> for RpcError {
-    fn from(e: ApiError) -> Self {
-        let code = match e.code {
-            "auth_error" => codes::AUTH,
-            "not_found" => codes::NOT_FOUND,
-            "validation_error" if e.details.iter().all(|d| d.message == "is required") => {
-                codes::MISSING_PROPERTY
-            }
-            "validation_error"
-            | "invalid_scenario"
-            | "reservation_exists"
-            | "reservation_expired"
-            | "export_range_too_long"
-            | "task_not_cancellable"
-            | "end_user_in_use"
-            | "unsupported_format"
-            | "file_too_large"
-            | "number_not_available"
-            | "login_as_invalid" => codes::INVALID_PROPERTY,
-            "account_suspended"
-            | "forbidden"
-            | "sender_not_approved"
-            | "insufficient_credit"
-            | "rate_limited"
-            | "export_quota_exceeded"
-            | "quota_exceeded"
-            | "login_as_refused" => codes::NOT_ALLOWED,
-            _ => codes::INTERNAL,
-        };
-        let data = if e.details.is_empty() {
-            json!({ "code": e.code })
-        } else {
-            json!({ "code": e.code, "details": e.details })
-        };
-        Self {
-            code,
-            message: e.message,
-            data,
-        }
-    }
-}
-
-impl From<dialtone_store::DbError> for RpcError {
-    fn from(e: dialtone_store::DbError) -> Self {
-        ApiError::from(e).into()
-    }
-}
-
-/// What a method receives.
-pub struct Call<'a> {
-    /// Shared state.
-    pub state: &'a AppState,
-    /// The authenticated account.
-    pub caller: &'a LegacyCaller,
-    /// Positional parameters.
-    pub params: Vec<Value>,
-}
-
-impl Call<'_> {
-    /// Parameter `i`, or Null when absent.
-    pub fn param(&self, i: usize) -> &Value {
-        self.params.get(i).unwrap_or(&Value::Null)
-    }
-
-    /// A required string parameter.
-    pub fn string(&self, i: usize, name: &str) -> Result<String, RpcError> {
-        match self.param(i) {
-            Value::String(s) => Ok(s.clone()),
-            Value::Null => Err(RpcError::new(
-                codes::MISSING_PROPERTY,
-                format!("param {i} ({name}) is required"),
-            )),
-            _ => Err(RpcError::invalid_param(
-                i,
-                format!("{name} must be a string"),
-            )),
-        }
-    }
-
-    /// A required integer parameter, as a number or a string of digits.
-    pub fn int(&self, i: usize, name: &str) -> Result<i64, RpcError> {
-        match self.param(i) {
-            Value::Null => Err(RpcError::new(
-                codes::MISSING_PROPERTY,
-                format!("param {i} ({name}) is required"),
-            )),
-            v => integer(v)
-                .ok_or_else(|| RpcError::invalid_param(i, format!("{name} must be an integer"))),
-        }
-    }
-}
-
-/// An integer given as a JSON number or as a string of digits (the real service takes both,
-/// and its example scripts pass command-line arguments through as strings).
-pub fn integer(v: &Value) -> Option<i64> {
-    match v {
-        Value::Number(n) => n.as_i64(),
-        Value::String(s) => {
-            let digits = s.trim();
-            let body = digits.strip_prefix('-').unwrap_or(digits);
-            if body.is_empty() || body.len() > 18 || !body.bytes().all(|b| b.is_ascii_digit()) {
-                return None;
-            }
-            digits.parse().ok()
-        }
-        _ => None,
-    }
-}
-
-/// The integer `key` of an options object: `default` when absent or null, refused outside
-/// `0..=max`.
-pub fn int_option(v: &Value, key: &str, default: i64, max: i64) -> Result<i64, RpcError> {
-    match v.get(key) {
-        None | Some(Value::Null) => Ok(default),
-        Some(n) => integer(n).filter(|n| (0..=max).contains(n)).ok_or_else(|| {
-            RpcError::new(
-                codes::INVALID_PROPERTY,
-                format!("{key} must be an integer from 0 to {max}"),
-            )
-        }),
-    }
-}
+use call::Call;
+use error::{RpcError, codes};
 
 /// `POST /json-rpc/v1.1/`.
-pub fn router() -> Router<AppState> {
+pub(crate) fn router() -> Router<AppState> {
     Router::new().route("/json-rpc/v1.1/", post(handle))
 }
 
@@ -231,7 +57,7 @@ async fn handle(State(state): State<AppState>, req: axum::extract::Request) -> R
         .map(|c| c.0);
     let caller = match legacy_caller(&parts.headers, client, &state).await {
         Ok(c) => c,
-        Err(e) if e.code == "auth_error" => {
+        Err(e) if e.code == ErrorCode::AuthError => {
             return answer(Value::Null, Err(RpcError::new(codes::AUTH, e.message)));
         }
         Err(e) => return answer(Value::Null, Err(e.into())),
@@ -326,6 +152,8 @@ async fn dispatch(method: &str, call: Call<'_>) -> Result<Value, RpcError> {
         "media/library.delete" => media::delete(&call).await,
         "media/library.get_phone_id" => media::get_phone_id(&call).await,
         "media/library.search" => media::search(&call).await,
+        "media/tts.get_voice_list" => media::tts_voices(&call).await,
+        "media/tts.set_content" => media::tts_set_content(&call).await,
         "apps.create" => apps::create(&call).await,
         "apps.edit" => apps::edit(&call).await,
         "apps.delete" => apps::delete(&call).await,

@@ -5,11 +5,12 @@ use dialtone_domain::{E164, Sid, Timestamp};
 use dialtone_store::sms::{self as store, SmsFilter};
 use serde_json::Value;
 
-use super::{Call, RpcError, codes};
+use super::call::Call;
+use super::error::{RpcError, codes};
 use crate::sms::{self, Outgoing, legacy};
 
 /// `sms.send [from, to, text, options|null]` -> the SMS hash.
-pub async fn send(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(crate) async fn send(call: &Call<'_>) -> Result<Value, RpcError> {
     let from = call.string(0, "from")?;
     let to = call.string(1, "to")?;
     let text = call.string(2, "text")?;
@@ -38,7 +39,7 @@ pub async fn send(call: &Call<'_>) -> Result<Value, RpcError> {
 }
 
 /// `sms.get [hash]` -> the SMS object.
-pub async fn get(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(crate) async fn get(call: &Call<'_>) -> Result<Value, RpcError> {
     let hash = call.string(0, "hash")?;
     let sid = Sid::parse(&hash).ok_or_else(|| RpcError::new(codes::NOT_FOUND, "SMS not found"))?;
     let account = call.caller.account.clone();
@@ -60,7 +61,7 @@ pub async fn get(call: &Call<'_>) -> Result<Value, RpcError> {
 
 /// `sms.get_list [type, from, to]` -> the SMS of that direction created in the range
 /// (`YYYY-MM-DD HH:MM:SS`, UTC), oldest first, at most 1000.
-pub async fn get_list(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(crate) async fn get_list(call: &Call<'_>) -> Result<Value, RpcError> {
     let direction = match call.string(0, "type")?.as_str() {
         "IN" => "inbound",
         "OUT" => "outbound",
@@ -88,7 +89,7 @@ pub async fn get_list(call: &Call<'_>) -> Result<Value, RpcError> {
 }
 
 /// The earlier SMS objects matching `filter` (shared with SMS REST v1.1).
-pub async fn list(
+pub(crate) async fn list(
     state: &crate::state::AppState,
     account: &dialtone_store::accounts::Account,
     filter: SmsFilter,

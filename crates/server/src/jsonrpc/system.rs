@@ -2,19 +2,20 @@
 
 use serde_json::Value;
 
-use super::{Call, RpcError};
+use super::call::Call;
+use super::error::RpcError;
 
 /// `system.get_timestamp []`: the server time in Unix seconds.
-pub fn get_timestamp(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) fn get_timestamp(call: &Call<'_>) -> Result<Value, RpcError> {
     Ok(Value::from(call.state.clock.now().unix_seconds()))
 }
 
 /// `billing.get_prepaid_credit []`: `{amount, currency}` (prepaid accounts only).
-pub async fn prepaid_credit(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn prepaid_credit(call: &Call<'_>) -> Result<Value, RpcError> {
     let a = &call.caller.account;
     if a.billing_mode != dialtone_domain::account::BillingMode::Prepaid {
         return Err(RpcError::new(
-            super::codes::NOT_ALLOWED,
+            super::error::codes::NOT_ALLOWED,
             "only prepaid accounts have a credit balance",
         ));
     }

@@ -5,11 +5,12 @@ use dialtone_domain::Sid;
 use dialtone_store::webhooks as store;
 use serde_json::Value;
 
-use super::{Call, RpcError, codes};
+use super::call::Call;
+use super::error::{RpcError, codes};
 use crate::webhooks::{self, EVENT_TYPES};
 
 /// `webhooks.subscribe [type, endpoint, options|null]` -> the Webhook object.
-pub async fn subscribe(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn subscribe(call: &Call<'_>) -> Result<Value, RpcError> {
     let event_type = call.string(0, "type")?;
     let endpoint = call.string(1, "endpoint")?;
     webhooks::check_type(&event_type, "type")?;
@@ -27,7 +28,7 @@ pub async fn subscribe(call: &Call<'_>) -> Result<Value, RpcError> {
 }
 
 /// `webhooks.unsubscribe [hash]` -> true.
-pub async fn unsubscribe(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn unsubscribe(call: &Call<'_>) -> Result<Value, RpcError> {
     let hash = call.string(0, "hash")?;
     let sid =
         Sid::parse(&hash).ok_or_else(|| RpcError::new(codes::NOT_FOUND, "webhook not found"))?;
@@ -36,7 +37,7 @@ pub async fn unsubscribe(call: &Call<'_>) -> Result<Value, RpcError> {
 }
 
 /// `webhooks.get_list []` -> every Webhook object of the account.
-pub async fn get_list(call: &Call<'_>) -> Result<Value, RpcError> {
+pub(super) async fn get_list(call: &Call<'_>) -> Result<Value, RpcError> {
     let account = call.caller.account.id;
     let list = call
         .state
@@ -47,6 +48,6 @@ pub async fn get_list(call: &Call<'_>) -> Result<Value, RpcError> {
 }
 
 /// `webhooks.get_event_types []` -> the event names.
-pub fn get_event_types() -> Result<Value, RpcError> {
+pub(super) fn get_event_types() -> Result<Value, RpcError> {
     Ok(EVENT_TYPES.iter().map(|t| Value::from(*t)).collect())
 }

@@ -1,6 +1,7 @@
 //! The conversion worker: claims due conversion jobs with a lease (like webhook deliveries),
-//! moves each file to `processing`, converts on the blocking pool, and records `ready` or
-//! `error`, each move emitting `media.library.status_update` in the same transaction.
+//! moves each file to `processing`, converts on the blocking pool (or, for a text to speak,
+//! speaks it), and records `ready` or `error`, each move emitting
+//! `media.library.status_update` in the same transaction.
 //!
 //! A node that dies mid-conversion leaves its jobs leased; when the lease runs out another
 //! tick claims them again (the file is already `processing`, so no second event). Each claim
@@ -21,13 +22,13 @@ pub const LEASE_MS: i64 = 120_000;
 /// Conversions at once on a node (each a child process on a core).
 const AT_ONCE: usize = 2;
 /// Conversions of one account at once: another account's file never waits behind them.
-pub const PER_ACCOUNT: usize = 1;
+pub(crate) const PER_ACCOUNT: usize = 1;
 /// Claims after which a job that never finished is given up.
 pub const MAX_ATTEMPTS: i64 = 3;
 
 /// Claims the due jobs this node has room for (one per account at a time) and converts each
 /// on a task of its own, recorded when it ends; returns how many were started.
-pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
+pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
     let room = AT_ONCE.saturating_sub(state.conversions.running());
     if room == 0 {
         return Ok(0);
@@ -78,6 +79,8 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
                 Outcome::Failed(format!(
                     "undecodable: the conversion did not complete after {MAX_ATTEMPTS} attempts"
                 ))
+            } else if job.content_type == audio_files::TTS_CONTENT_TYPE {
+                speak(&state, &job).await
             } else {
                 run(&job, &budget, &limits).await
             };
@@ -94,12 +97,33 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
                 .await;
             if let Err(e) = recorded {
                 // The lease brings the job back.
-                tracing::error!(error = %e, "an audio conversion could not be recorded");
+                tracing::error!(error = %format!("{e:#}"), "an audio conversion could not be recorded");
             }
             state.conversions.done(account);
         });
     }
     Ok(count)
+}
+
+/// Speaks a text-to-speech file's text with its voice (speech bounds its engines' time and
+/// output): its WAV.
+async fn speak(state: &AppState, job: &Claimed) -> Outcome {
+    let text = String::from_utf8_lossy(&job.original);
+    let voice = match state
+        .speech
+        .voice(job.voice.as_deref().unwrap_or_default())
+        .await
+    {
+        Ok(voice) => voice,
+        Err(e) => return Outcome::Failed(format!("undecodable: {e}")),
+    };
+    match state.speech.speak_with(&text, voice).await {
+        Ok(dialtone_sip::Spoken { pcm, .. }) => Outcome::Ready {
+            duration_ms: i64::try_from(pcm.len() / 8).unwrap_or(i64::MAX),
+            wav: dialtone_media::pcm_wav(&pcm),
+        },
+        Err(e) => Outcome::Failed(format!("undecodable: {e}")),
+    }
 }
 
 /// Converts one job's content in a child process within the budget: whatever the content

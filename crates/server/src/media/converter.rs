@@ -33,7 +33,7 @@ pub struct Budget {
 }
 
 /// The subcommand the child runs.
-pub const SUBCOMMAND: &str = "convert-audio";
+pub(crate) const SUBCOMMAND: &str = "convert-audio";
 
 /// Converts `bytes` declared as `declared` in a child process within `budget`.
 pub async fn convert(

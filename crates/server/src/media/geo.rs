@@ -96,7 +96,7 @@ fn distance_km(a: (f64, f64), b: (f64, f64)) -> f64 {
 /// The country of `candidates` closest to `wanted`: `wanted` itself when it is a candidate,
 /// else the one whose centre is nearest; when `wanted` (or every candidate) has no known
 /// centre, the first candidate in alphabetical order.
-pub fn closest<'a>(wanted: &str, candidates: &'a [String]) -> Option<&'a str> {
+pub(crate) fn closest<'a>(wanted: &str, candidates: &'a [String]) -> Option<&'a str> {
     if let Some(same) = candidates.iter().find(|c| *c == wanted) {
         return Some(same);
     }

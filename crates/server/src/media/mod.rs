@@ -4,10 +4,10 @@
 //! Content and converted audio live in the database (see `docs/decisions.md`), so any node
 //! of a PostgreSQL deployment serves them and any node's worker converts them.
 
-pub mod conversion;
-pub mod converter;
-pub mod geo;
-pub mod multipart;
+pub(crate) mod conversion;
+pub(crate) mod converter;
+pub(crate) mod geo;
+pub(crate) mod multipart;
 pub mod phone_recording;
 
 use dialtone_domain::Timestamp;
@@ -16,11 +16,11 @@ use dialtone_store::audio_files::{self, AudioFile};
 use dialtone_store::{Conn, DbError, events};
 use serde_json::{Value, json};
 
-use crate::http::error::ApiError;
+use crate::error::{AppError, ErrorCode};
 use crate::state::AppState;
 
 /// The event every status move emits.
-pub const STATUS_EVENT: &str = "media.library.status_update";
+pub(crate) const STATUS_EVENT: &str = "media.library.status_update";
 
 /// The conversion limits of this server.
 pub fn limits(state: &AppState) -> Limits {
@@ -45,9 +45,9 @@ pub fn budget(state: &AppState) -> converter::Budget {
 }
 
 /// 400 `file_too_large` for content over the configured size.
-pub fn too_large(state: &AppState) -> ApiError {
-    ApiError::bad_request(
-        "file_too_large",
+pub(crate) fn too_large(state: &AppState) -> AppError {
+    AppError::new(
+        ErrorCode::FileTooLarge,
         format!(
             "the file is larger than {} bytes",
             state.config.audio_max_bytes
@@ -56,10 +56,10 @@ pub fn too_large(state: &AppState) -> ApiError {
 }
 
 /// 400 `unsupported_format` naming the accepted types.
-pub fn unsupported(declared: &str) -> ApiError {
+pub(crate) fn unsupported(declared: &str) -> AppError {
     let accepted: Vec<&str> = DeclaredType::ALL.iter().map(|t| t.content_type()).collect();
-    ApiError::bad_request(
-        "unsupported_format",
+    AppError::new(
+        ErrorCode::UnsupportedFormat,
         format!(
             "unsupported content type {declared:?}: use one of {}",
             accepted.join(", ")
@@ -68,12 +68,12 @@ pub fn unsupported(declared: &str) -> ApiError {
 }
 
 /// The earlier status word: `pending-conversion` -> `PENDING_CONVERSION`.
-pub fn legacy_status(status: &str) -> String {
+pub(crate) fn legacy_status(status: &str) -> String {
     status.replace('-', "_").to_ascii_uppercase()
 }
 
 /// How long the `url` of a Media.Library object works.
-pub const URL_TTL_MS: i64 = 24 * 3600 * 1000;
+pub(crate) const URL_TTL_MS: i64 = 24 * 3600 * 1000;
 
 fn url_subject(sid: &dialtone_domain::Sid) -> String {
     format!("audio-files/{}", sid.as_str())
@@ -81,7 +81,7 @@ fn url_subject(sid: &dialtone_domain::Sid) -> String {
 
 /// A link to the converted audio of `sid` that works without credentials for
 /// [`URL_TTL_MS`] (signed with the key of export downloads).
-pub fn audio_url(
+pub(crate) fn audio_url(
     public_url: &str,
     secret: &str,
     sid: &dialtone_domain::Sid,
@@ -96,7 +96,7 @@ pub fn audio_url(
 }
 
 /// Whether `signature` signs the link of `sid` until `expires` (constant time).
-pub fn verify_audio_url(
+pub(crate) fn verify_audio_url(
     secret: &str,
     sid: &dialtone_domain::Sid,
     expires: i64,
@@ -108,7 +108,7 @@ pub fn verify_audio_url(
 /// What the earlier object needs beside the file: where the server is seen, the signing
 /// key and the time, for the `url` of a ready file.
 #[derive(Debug, Clone, Copy)]
-pub struct Links<'a> {
+pub(crate) struct Links<'a> {
     /// The server's public URL.
     pub public_url: &'a str,
     /// The key signing download links.
@@ -119,12 +119,12 @@ pub struct Links<'a> {
 
 /// The Media.Library object of the earlier interfaces and of events: `id`, `hash`, `name`,
 /// `status`, `duration` (whole seconds, 0 until ready), `content` (the text of a
-/// text-to-speech media: empty for uploads and recordings), `voice` (empty: no
-/// text-to-speech), `source` (`UPLOAD` or `PHONE`, empty before content), `language` and
+/// text-to-speech media: empty for uploads and recordings), `voice` (its voice, empty for
+/// others), `source` (`UPLOAD`, `PHONE` or `TTS`, empty before content), `language` and
 /// `category` (empty lists), `tags` (an empty object), `url` (a signed link to the
 /// converted audio once ready, else null) and `is_editable` (true: every file is the
 /// account's own).
-pub fn legacy(file: &AudioFile, links: Links<'_>) -> Value {
+pub(crate) fn legacy(file: &AudioFile, links: Links<'_>) -> Value {
     let url = (file.status == audio_files::READY)
         .then(|| audio_url(links.public_url, links.secret, &file.sid, links.now));
     json!({
@@ -133,8 +133,8 @@ pub fn legacy(file: &AudioFile, links: Links<'_>) -> Value {
         "name": file.name,
         "status": legacy_status(&file.status),
         "duration": file.duration_ms.map_or(0, |ms| (ms + 500) / 1000),
-        "content": "",
-        "voice": "",
+        "content": file.text.clone().unwrap_or_default(),
+        "voice": file.voice.clone().unwrap_or_default(),
         "source": file.source.as_deref().map(str::to_ascii_uppercase).unwrap_or_default(),
         "language": [],
         "category": [],
@@ -168,16 +168,46 @@ pub fn emit_status(
     .map(|_| ())
 }
 
+/// Makes a file's content a text spoken by `voice` (source `tts`): queued like an upload,
+/// spoken by the conversion worker; None when the account has no such file.
+pub(crate) async fn set_tts(
+    state: &AppState,
+    account_id: i64,
+    sid: dialtone_domain::Sid,
+    text: String,
+    voice: &'static str,
+) -> Result<Option<AudioFile>, AppError> {
+    let now = state.clock.now();
+    let config = state.config.clone();
+    let file = state
+        .store
+        .write(move |c| {
+            let Some(file) = audio_files::get(c, account_id, &sid)? else {
+                return Ok(None);
+            };
+            let replacing = crate::quotas::content_size(c, file.id)?;
+            crate::quotas::check_audio_bytes(c, &config, account_id, text.len(), replacing)?;
+            let file = audio_files::set_tts(c, file.id, &text, voice, now)?;
+            emit_status(c, &config.public_url(), &file, now)?;
+            Ok::<_, AppError>(Some(file))
+        })
+        .await?;
+    if file.is_some() {
+        state.wake.notify_one();
+    }
+    Ok(file)
+}
+
 /// Stores new content for a file of the account (any status) and queues its conversion,
 /// emitting the move to `pending-conversion`. None when the account has no such file.
-pub async fn replace_content(
+pub(crate) async fn replace_content(
     state: &AppState,
     account_id: i64,
     sid: dialtone_domain::Sid,
     source: &'static str,
     content_type: &'static str,
     bytes: Vec<u8>,
-) -> Result<Option<AudioFile>, ApiError> {
+) -> Result<Option<AudioFile>, AppError> {
     let now = state.clock.now();
     let config = state.config.clone();
     let file = state
@@ -190,7 +220,7 @@ pub async fn replace_content(
             crate::quotas::check_audio_bytes(c, &config, account_id, bytes.len(), replacing)?;
             let file = audio_files::set_content(c, file.id, source, content_type, &bytes, now)?;
             emit_status(c, &config.public_url(), &file, now)?;
-            Ok::<_, ApiError>(Some(file))
+            Ok::<_, AppError>(Some(file))
         })
         .await?;
     if file.is_some() {

@@ -5,7 +5,7 @@
 use axum::extract::{FromRequest, Multipart, Request};
 use axum::http::header;
 
-use crate::http::error::{ApiError, ApiResult};
+use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 
 /// Largest text part (the name).
@@ -15,7 +15,7 @@ const OVERHEAD: usize = 64 * 1024;
 
 /// The uploaded file part.
 #[derive(Debug)]
-pub struct FilePart {
+pub(crate) struct FilePart {
     /// The part's `Content-Type`, if any.
     pub content_type: Option<String>,
     /// The bytes.
@@ -24,7 +24,7 @@ pub struct FilePart {
 
 /// The parts of an audio upload.
 #[derive(Debug, Default)]
-pub struct Upload {
+pub(crate) struct Upload {
     /// The `name` part.
     pub name: Option<String>,
     /// The `file` part.
@@ -32,7 +32,7 @@ pub struct Upload {
 }
 
 /// Whether the request carries a `multipart/form-data` body.
-pub fn is_multipart(req: &Request) -> bool {
+pub(crate) fn is_multipart(req: &Request) -> bool {
     req.headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -43,8 +43,8 @@ pub fn is_multipart(req: &Request) -> bool {
         })
 }
 
-fn malformed(e: impl std::fmt::Display) -> ApiError {
-    ApiError::invalid("body", format!("malformed multipart body: {e}"))
+fn malformed(e: impl std::fmt::Display) -> AppError {
+    AppError::invalid("body", format!("malformed multipart body: {e}"))
 }
 
 /// Reads a multipart body whose parts must be among `allowed` (`name`, `file`).
@@ -53,7 +53,7 @@ fn malformed(e: impl std::fmt::Display) -> ApiError {
 /// discarded, up to [`drain_cap`], before answering: a server that answers and closes while
 /// the client is still sending makes most clients report a broken connection instead of the
 /// answer. Bodies announced larger than the cap are refused at once, unread.
-pub async fn read(state: &AppState, req: Request, allowed: &[&str]) -> ApiResult<Upload> {
+pub(crate) async fn read(state: &AppState, req: Request, allowed: &[&str]) -> AppResult<Upload> {
     let cap = drain_cap(state);
     let declared_len = req
         .headers()
@@ -65,7 +65,7 @@ pub async fn read(state: &AppState, req: Request, allowed: &[&str]) -> ApiResult
     }
     let mut multipart = Multipart::from_request(req, state)
         .await
-        .map_err(|e| ApiError::invalid("body", format!("not a multipart body: {e}")))?;
+        .map_err(|e| AppError::invalid("body", format!("not a multipart body: {e}")))?;
     let result = read_parts(state, &mut multipart, allowed).await;
     if result.is_err() {
         drain(&mut multipart, cap).await;
@@ -100,7 +100,7 @@ async fn read_parts(
     state: &AppState,
     multipart: &mut Multipart,
     allowed: &[&str],
-) -> ApiResult<Upload> {
+) -> AppResult<Upload> {
     let max_file = state.config.audio_max_bytes;
     let mut upload = Upload::default();
     while let Some(mut field) = multipart.next_field().await.map_err(malformed)? {
@@ -111,14 +111,14 @@ async fn read_parts(
             } else {
                 &name
             };
-            return Err(ApiError::invalid(shown, "unknown part"));
+            return Err(AppError::invalid(shown, "unknown part"));
         }
         let already = match name.as_str() {
             "name" => upload.name.is_some(),
             _ => upload.file.is_some(),
         };
         if already {
-            return Err(ApiError::invalid(name, "must be given once"));
+            return Err(AppError::invalid(name, "must be given once"));
         }
         let limit = if name == "file" {
             max_file
@@ -132,14 +132,14 @@ async fn read_parts(
                 return Err(if name == "file" {
                     super::too_large(state)
                 } else {
-                    ApiError::invalid(name, "is too long")
+                    AppError::invalid(name, "is too long")
                 });
             }
             bytes.extend_from_slice(&chunk);
         }
         if name == "name" {
             let text = String::from_utf8(bytes)
-                .map_err(|_| ApiError::invalid("name", "must be UTF-8 text"))?;
+                .map_err(|_| AppError::invalid("name", "must be UTF-8 text"))?;
             upload.name = Some(text);
         } else {
             upload.file = Some(FilePart {

@@ -19,7 +19,7 @@ use dialtone_store::audio_files::{self, SOURCE_PHONE};
 use rand::Rng;
 
 use super::{emit_status, geo};
-use crate::http::error::ApiError;
+use crate::error::{AppError, ErrorCode};
 use crate::state::AppState;
 
 /// How long a code stays valid.
@@ -71,7 +71,7 @@ pub async fn issue(
     account_id: i64,
     sid: Sid,
     country: String,
-) -> Result<Option<PhoneId>, ApiError> {
+) -> Result<Option<PhoneId>, AppError> {
     let now = state.clock.now();
     let expires = now.plus_ms(CODE_TTL_MS);
     let outcome = state
@@ -99,10 +99,10 @@ pub async fn issue(
             }
         })
         .await
-        .map_err(|e: DbError| ApiError::from(e))?;
+        .map_err(|e: DbError| AppError::from(e))?;
     outcome.map_err(|()| {
-        ApiError::bad_request(
-            "number_not_available",
+        AppError::new(
+            ErrorCode::NumberNotAvailable,
             "no phone number is available for recording",
         )
     })
@@ -124,7 +124,7 @@ pub async fn accept(
     account: Option<i64>,
     code: &str,
     audio: Vec<u8>,
-) -> Result<Accepted, ApiError> {
+) -> Result<Accepted, AppError> {
     if audio.len() > state.config.audio_max_bytes {
         return Err(super::too_large(state));
     }
@@ -163,7 +163,7 @@ pub async fn accept(
             let file =
                 audio_files::set_content(c, file_id, SOURCE_PHONE, content_type, &audio, now)?;
             emit_status(c, &config.public_url(), &file, now)?;
-            Ok::<_, ApiError>(Accepted::Recorded(file.sid))
+            Ok::<_, AppError>(Accepted::Recorded(file.sid))
         })
         .await?;
     if matches!(outcome, Accepted::Recorded(_)) {

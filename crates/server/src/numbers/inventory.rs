@@ -7,7 +7,7 @@ use dialtone_store::numbers::inventory::{self, ImportCount};
 use dialtone_store::{DbError, Store};
 
 /// The ranges every embedded server starts with.
-pub const DEFAULT_INVENTORY: &str = include_str!("default_inventory.csv");
+pub(crate) const DEFAULT_INVENTORY: &str = include_str!("default_inventory.csv");
 
 /// A line of an inventory file that was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,7 +75,7 @@ pub async fn import(store: &Store, ranges: Vec<InventoryRange>) -> Result<Import
 }
 
 /// Loads the default inventory when the inventory is empty (first start).
-pub async fn load_default_if_empty(store: &Store) -> anyhow::Result<()> {
+pub(crate) async fn load_default_if_empty(store: &Store) -> anyhow::Result<()> {
     if !store.read(inventory::is_empty).await? {
         return Ok(());
     }

@@ -5,7 +5,7 @@ use dialtone_store::numbers::Number;
 use serde_json::{Value, json};
 
 /// The earlier `hash` of a number: its internal key in base 36, 8 characters, uppercase.
-pub fn did_hash(id: i64) -> String {
+pub(crate) fn did_hash(id: i64) -> String {
     const DIGITS: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
     let mut n = id.unsigned_abs();
     let mut out = [b'0'; 8];
@@ -17,14 +17,14 @@ pub fn did_hash(id: i64) -> String {
 }
 
 /// Parses a DID hash back to the internal key.
-pub fn did_id(hash: &str) -> Option<i64> {
+pub(crate) fn did_id(hash: &str) -> Option<i64> {
     (hash.len() == 8)
         .then(|| i64::from_str_radix(&hash.to_ascii_lowercase(), 36).ok())
         .flatten()
 }
 
 /// The DID object (`did.assigned`, `did.unassigned`, `did.search`).
-pub fn did(n: &Number) -> Value {
+pub(crate) fn did(n: &Number) -> Value {
     let local = n.e164.trim_start_matches('+').to_owned();
     json!({
         "hash": did_hash(n.id),

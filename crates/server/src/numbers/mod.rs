@@ -1,8 +1,8 @@
 //! The number lifecycle as use cases: reserve, buy, cancel, release, attach. Each runs in one
 //! transaction with the events it causes (`did.assigned`, `did.unassigned`).
 
-pub mod inventory;
-pub mod legacy;
+pub(crate) mod inventory;
+pub(crate) mod legacy;
 
 use dialtone_domain::account::AccountStatus;
 use dialtone_domain::{Money, Sid};
@@ -11,14 +11,14 @@ use dialtone_store::numbers::{Number, owned};
 use dialtone_store::{accounts, billing, events};
 use rand::Rng;
 
-use crate::http::error::{ApiError, ApiResult};
+use crate::error::{AppError, AppResult, ErrorCode};
 use crate::state::AppState;
 
 /// How long a reservation holds its numbers: 5 minutes.
-pub const HOLD_MS: i64 = 5 * 60 * 1000;
+pub(crate) const HOLD_MS: i64 = 5 * 60 * 1000;
 
 /// A new reservation token: 48 URL-safe characters.
-pub fn new_token() -> String {
+pub(crate) fn new_token() -> String {
     const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_";
     let mut rng = rand::rng();
     (0..48)
@@ -29,19 +29,23 @@ pub fn new_token() -> String {
 /// Reservations an account may let lapse (expire or cancel) in an hour before it may hold
 /// no more for the rest of it: a hold is 5 minutes, so numbers cannot be kept from others
 /// by reserving them again and again.
-pub const UNBOUGHT_PER_HOUR: i64 = 3;
+pub(crate) const UNBOUGHT_PER_HOUR: i64 = 3;
 
 /// Reserves numbers for the account: it must have the credit to buy what it holds (setup and
 /// first month), and not have let [`UNBOUGHT_PER_HOUR`] reservations lapse in the last hour.
-pub async fn reserve(state: &AppState, account_id: i64, wanted: Wanted) -> ApiResult<Reservation> {
+pub(crate) async fn reserve(
+    state: &AppState,
+    account_id: i64,
+    wanted: Wanted,
+) -> AppResult<Reservation> {
     let (now, token) = (state.clock.now(), new_token());
     state
         .store
         .write(move |c| {
             let lapsed = reservations::unbought_since(c, account_id, now.plus_ms(-3_600_000))?;
             if lapsed >= UNBOUGHT_PER_HOUR {
-                return Err(ApiError::too_many(
-                    "rate_limited",
+                return Err(AppError::too_many(
+                    ErrorCode::RateLimited,
                     format!(
                         "{lapsed} reservations lapsed unbought in the last hour: buy what you reserve, or wait"
                     ),
@@ -50,7 +54,7 @@ pub async fn reserve(state: &AppState, account_id: i64, wanted: Wanted) -> ApiRe
             }
             let offered = dialtone_store::numbers::inventory::types(c, &wanted.country)?;
             if !offered.iter().any(|(t, _)| *t == wanted.number_type) {
-                return Err(ApiError::not_found(&format!(
+                return Err(AppError::not_found(&format!(
                     "{} numbers in country {}",
                     wanted.number_type, wanted.country
                 )));
@@ -58,7 +62,7 @@ pub async fn reserve(state: &AppState, account_id: i64, wanted: Wanted) -> ApiRe
             match reservations::reserve(c, account_id, &wanted, &token, now, HOLD_MS)? {
                 Reserved::Held(r) => {
                     let account = dialtone_store::accounts::by_id(c, account_id)?
-                        .ok_or_else(|| ApiError::not_found("account"))?;
+                        .ok_or_else(|| AppError::not_found("account"))?;
                     let cost = r
                         .setup_total
                         .checked_add(r.monthly_total)
@@ -67,19 +71,19 @@ pub async fn reserve(state: &AppState, account_id: i64, wanted: Wanted) -> ApiRe
                     let prepaid = account.billing_mode == dialtone_domain::account::BillingMode::Prepaid;
                     if prepaid && balance < cost {
                         // The write is undone: nothing stays held.
-                        return Err(ApiError::forbidden(
-                            "insufficient_credit",
+                        return Err(AppError::new(
+                            ErrorCode::InsufficientCredit,
                             format!("these numbers cost {cost} cents to buy; the credit is {balance} cents"),
                         ));
                     }
                     Ok(r)
                 }
-                Reserved::AlreadyHolding => Err(ApiError::bad_request(
-                    "reservation_exists",
+                Reserved::AlreadyHolding => Err(AppError::new(
+                    ErrorCode::ReservationExists,
                     "the account already holds a reservation: buy or cancel it first",
                 )),
-                Reserved::NotAvailable { found } => Err(ApiError::bad_request(
-                    "number_not_available",
+                Reserved::NotAvailable { found } => Err(AppError::new(
+                    ErrorCode::NumberNotAvailable,
                     format!(
                         "only {found} matching numbers are available, {} asked for",
                         wanted.quantity
@@ -91,59 +95,59 @@ pub async fn reserve(state: &AppState, account_id: i64, wanted: Wanted) -> ApiRe
 }
 
 /// The account's reservation, expired first if its hold has ended.
-pub async fn reservation(
+pub(crate) async fn reservation(
     state: &AppState,
     account_id: i64,
     token: String,
-) -> ApiResult<Reservation> {
+) -> AppResult<Reservation> {
     let now = state.clock.now();
     state
         .store
         .write(move |c| reservations::get_current(c, account_id, &token, now))
         .await?
-        .ok_or_else(|| ApiError::not_found("reservation"))
+        .ok_or_else(|| AppError::not_found("reservation"))
 }
 
 /// Buys a held reservation: debits setup and first month, gives the numbers to the account.
-pub async fn buy(
+pub(crate) async fn buy(
     state: &AppState,
     account_id: i64,
     token: String,
-) -> ApiResult<(Vec<Number>, Money)> {
+) -> AppResult<(Vec<Number>, Money)> {
     let now = state.clock.now();
     state
         .store
         .write(move |c| {
             accounts::lock(c, account_id)?;
             let r = reservations::get_current(c, account_id, &token, now)?
-                .ok_or_else(|| ApiError::not_found("reservation"))?;
+                .ok_or_else(|| AppError::not_found("reservation"))?;
             match r.status.as_str() {
                 status::RESERVED => {}
                 status::BOUGHT => {
-                    return Err(ApiError::invalid(
+                    return Err(AppError::invalid(
                         "token",
                         "this reservation was already bought",
                     ));
                 }
                 other => {
-                    return Err(ApiError::bad_request(
-                        "reservation_expired",
+                    return Err(AppError::new(
+                        ErrorCode::ReservationExpired,
                         format!("this reservation is {other}: reserve again"),
                     ));
                 }
             }
             let account =
-                accounts::by_id(c, account_id)?.ok_or_else(|| ApiError::not_found("account"))?;
+                accounts::by_id(c, account_id)?.ok_or_else(|| AppError::not_found("account"))?;
             if account.status == AccountStatus::Suspended {
-                return Err(ApiError::forbidden(
-                    "account_suspended",
+                return Err(AppError::new(
+                    ErrorCode::AccountSuspended,
                     "the account is suspended",
                 ));
             }
             let debit = r
                 .setup_total
                 .checked_add(r.monthly_total)
-                .ok_or_else(|| ApiError::internal("price overflow"))?;
+                .ok_or_else(|| AppError::internal("price overflow"))?;
             if debit > Money::ZERO
                 && let billing::Spend::Insufficient { balance } = billing::debit(
                     c,
@@ -154,8 +158,8 @@ pub async fn buy(
                     now,
                 )?
             {
-                return Err(ApiError::forbidden(
-                    "insufficient_credit",
+                return Err(AppError::new(
+                    ErrorCode::InsufficientCredit,
                     format!("buying costs {debit} cents; the credit is {balance} cents"),
                 ));
             }
@@ -176,24 +180,24 @@ pub async fn buy(
 }
 
 /// Cancels a held reservation.
-pub async fn cancel(state: &AppState, account_id: i64, token: String) -> ApiResult<()> {
+pub(crate) async fn cancel(state: &AppState, account_id: i64, token: String) -> AppResult<()> {
     let now = state.clock.now();
     state
         .store
         .write(move |c| {
             let r = reservations::get_current(c, account_id, &token, now)?
-                .ok_or_else(|| ApiError::not_found("reservation"))?;
+                .ok_or_else(|| AppError::not_found("reservation"))?;
             match r.status.as_str() {
                 status::RESERVED => {
                     reservations::cancel(c, r.id, now)?;
                     Ok(())
                 }
-                status::BOUGHT => Err(ApiError::invalid(
+                status::BOUGHT => Err(AppError::invalid(
                     "token",
                     "this reservation was bought: release the numbers instead",
                 )),
-                other => Err(ApiError::bad_request(
-                    "reservation_expired",
+                other => Err(AppError::new(
+                    ErrorCode::ReservationExpired,
                     format!("this reservation is already {other}"),
                 )),
             }
@@ -202,13 +206,13 @@ pub async fn cancel(state: &AppState, account_id: i64, token: String) -> ApiResu
 }
 
 /// Releases one of the account's numbers at once.
-pub async fn release(state: &AppState, account_id: i64, e164: String) -> ApiResult<()> {
+pub(crate) async fn release(state: &AppState, account_id: i64, e164: String) -> AppResult<()> {
     let now = state.clock.now();
     state
         .store
         .write(move |c| {
             let number = owned::release(c, account_id, &e164)?
-                .ok_or_else(|| ApiError::not_found("number"))?;
+                .ok_or_else(|| AppError::not_found("number"))?;
             events::emit(
                 c,
                 account_id,
@@ -222,26 +226,26 @@ pub async fn release(state: &AppState, account_id: i64, e164: String) -> ApiResu
 }
 
 /// Sets or clears a number's scenario and/or end user (None leaves that link alone).
-pub async fn attach(
+pub(crate) async fn attach(
     state: &AppState,
     account_id: i64,
     e164: String,
     scenario: Option<Option<Sid>>,
     end_user: Option<Option<Sid>>,
-) -> ApiResult<()> {
+) -> AppResult<()> {
     state
         .store
         .write(move |c| {
-            owned::get(c, account_id, &e164)?.ok_or_else(|| ApiError::not_found("number"))?;
+            owned::get(c, account_id, &e164)?.ok_or_else(|| AppError::not_found("number"))?;
             if let Some(s) = &scenario
                 && owned::set_scenario(c, account_id, &e164, s.as_ref())? == owned::Attach::NoTarget
             {
-                return Err(ApiError::not_found("scenario"));
+                return Err(AppError::not_found("scenario"));
             }
             if let Some(u) = &end_user
                 && owned::set_end_user(c, account_id, &e164, u.as_ref())? == owned::Attach::NoTarget
             {
-                return Err(ApiError::not_found("end user"));
+                return Err(AppError::not_found("end user"));
             }
             Ok(())
         })

@@ -13,14 +13,14 @@ use dialtone_domain::{E164, Sid, Timestamp};
 use dialtone_store::sms::{self as store, SmsFilter};
 use serde_json::{Map, Value, json};
 
+use crate::error::{AppError, ErrorCode};
 use crate::http::auth::{LegacyCaller, legacy_caller};
 use crate::http::client::Client;
-use crate::http::error::ApiError;
 use crate::sms::{self, Outgoing, legacy};
 use crate::state::AppState;
 
 /// The SMS REST v1.1 routes.
-pub fn router() -> Router<AppState> {
+pub(crate) fn router() -> Router<AppState> {
     Router::new()
         .route("/rest/v1.1/sms", get(list).post(send_json))
         .route("/rest/v1.1/sms/send", get(send_query))
@@ -28,7 +28,7 @@ pub fn router() -> Router<AppState> {
 }
 
 /// An answer of this interface.
-struct Answer(Result<Value, ApiError>);
+struct Answer(Result<Value, AppError>);
 
 impl IntoResponse for Answer {
     fn into_response(self) -> Response {
@@ -39,9 +39,11 @@ impl IntoResponse for Answer {
             )
                 .into_response(),
             Err(e) => {
+                e.log_cause();
+                let status = crate::http::error::status(e.code);
                 let mut response = (
-                    e.status,
-                    axum::Json(json!({"status": "error", "data": {"code": e.status.as_u16(), "message": e.message}})),
+                    status,
+                    axum::Json(json!({"status": "error", "data": {"code": status.as_u16(), "message": e.message}})),
                 )
                     .into_response();
                 if let Some(secs) = e.retry_after {
@@ -59,12 +61,12 @@ async fn caller(
     headers: &HeaderMap,
     client: Client,
     state: &AppState,
-) -> Result<LegacyCaller, ApiError> {
+) -> Result<LegacyCaller, AppError> {
     legacy_caller(headers, client.0, state).await
 }
 
-fn bad(param: &str, message: impl Into<String>) -> ApiError {
-    ApiError::invalid(param, format!("{param} {}", message.into()))
+fn bad(param: &str, message: impl Into<String>) -> AppError {
+    AppError::invalid(param, format!("{param} {}", message.into()))
 }
 
 /// Sends from the fields of a JSON body or a query string (options as `options.key`).
@@ -72,7 +74,7 @@ async fn send_fields(
     state: &AppState,
     caller: &LegacyCaller,
     fields: &Map<String, Value>,
-) -> Result<Value, ApiError> {
+) -> Result<Value, AppError> {
     for k in fields.keys() {
         if !matches!(k.as_str(), "from" | "to" | "body" | "options") {
             return Err(bad(k, "is not a parameter of this method"));
@@ -113,16 +115,19 @@ async fn send_json(
             let body: Bytes = axum::body::to_bytes(body, state.config.max_body_bytes)
                 .await
                 .map_err(|e| {
-                    ApiError::bad_request(
-                        "invalid_json",
+                    AppError::new(
+                        ErrorCode::InvalidJson,
                         format!("the body could not be read: {e}"),
                     )
                 })?;
             let v: Value = serde_json::from_slice(&body).map_err(|e| {
-                ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}"))
+                AppError::new(
+                    ErrorCode::InvalidJson,
+                    format!("the body is not valid JSON: {e}"),
+                )
             })?;
             let fields = v.as_object().ok_or_else(|| {
-                ApiError::bad_request("invalid_json", "the body must be a JSON object")
+                AppError::new(ErrorCode::InvalidJson, "the body must be a JSON object")
             })?;
             send_fields(&state, &caller, fields).await
         }
@@ -211,7 +216,7 @@ async fn list(
             }
             crate::jsonrpc::sms::list(&state, &caller.account, filter)
                 .await
-                .map_err(|e| ApiError::internal(e.message))
+                .map_err(|e| AppError::internal(e.message))
         }
         .await,
     )
@@ -226,7 +231,7 @@ async fn one(
     Answer(
         async {
             let caller = caller(&headers, client, &state).await?;
-            let sid = Sid::parse(&hash).ok_or_else(|| ApiError::not_found("SMS"))?;
+            let sid = Sid::parse(&hash).ok_or_else(|| AppError::not_found("SMS"))?;
             let account = caller.account.clone();
             state
                 .store
@@ -234,10 +239,10 @@ async fn one(
                     let Some(s) = store::get(c, account.id, &sid)? else {
                         return Ok(None);
                     };
-                    Ok::<_, ApiError>(Some(legacy::sms_object(&s, account.billing_mode.as_str())))
+                    Ok::<_, AppError>(Some(legacy::sms_object(&s, account.billing_mode.as_str())))
                 })
                 .await?
-                .ok_or_else(|| ApiError::not_found("SMS"))
+                .ok_or_else(|| AppError::not_found("SMS"))
         }
         .await,
     )

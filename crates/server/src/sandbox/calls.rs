@@ -6,34 +6,38 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use dialtone_carrier::voice::CallEvent;
 use dialtone_domain::E164;
+use dialtone_domain::call::{CallDirection, HangupSource, NORMAL_CLEARING};
 use dialtone_store::calls::{self, Call};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::error::{AppError, AppResult, ErrorCode};
 use crate::http::auth::Caller;
-use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::{Checks, json_body};
-use crate::scenarios::call::{NORMAL_CLEARING, cdr, hang_up_and_drive, place_inbound, poll_runs};
+use crate::http::extract::{Checks, JsonBody, json_body};
+use crate::scenarios::call_events::{self, hang_up_and_drive};
+use crate::scenarios::inbound_call::{self, Inbound};
 use crate::state::AppState;
+use crate::voice::cdr::cdr;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct PlaceBody {
+pub(super) struct PlaceBody {
     from: String,
     to: String,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct DtmfBody {
+pub(super) struct DtmfBody {
     digits: String,
 }
 
 /// A sandbox call: its CDR, what happened on it, and the run handling it.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SandboxCall {
+pub(super) struct SandboxCall {
     /// CDR fields (callid, direction, from, to, status, started, ...).
     #[serde(flatten)]
     pub cdr: Value,
@@ -43,46 +47,53 @@ pub struct SandboxCall {
     pub pending_digits: String,
 }
 
-async fn render(state: &AppState, call_id: i64) -> ApiResult<SandboxCall> {
+async fn render(state: &AppState, call_id: i64) -> AppResult<SandboxCall> {
     let (call, timeline) = state
         .store
         .read(move |c| {
-            let call = calls::by_id(c, call_id)?.ok_or_else(|| ApiError::not_found("call"))?;
+            let call = calls::by_id(c, call_id)?.ok_or_else(|| AppError::not_found("call"))?;
             let timeline = calls::timeline(c, call_id)?;
-            Ok::<_, ApiError>((call, timeline))
+            Ok::<_, AppError>((call, timeline))
         })
         .await?;
+    let callid = call.callid.clone();
     Ok(SandboxCall {
         cdr: cdr(&call),
         timeline: timeline
             .into_iter()
-            .map(|t| {
-                serde_json::json!({
+            .enumerate()
+            .map(|(i, t)| {
+                let mut entry = serde_json::json!({
                     "at": t.at.to_rfc3339(),
                     "kind": t.kind,
                     "data": serde_json::from_str::<Value>(&t.data).unwrap_or(Value::Null),
-                })
+                });
+                // What a `say` would have sounded like: spoken on demand (and cached).
+                if t.kind == "say" {
+                    entry["audio"] =
+                        Value::String(format!("/sandbox/calls/{callid}/timeline/{i}/audio"));
+                }
+                entry
             })
             .collect(),
         pending_digits: call.dtmf,
     })
 }
 
-async fn find(state: &AppState, account: i64, callid: String) -> ApiResult<Call> {
+async fn find(state: &AppState, account: i64, callid: String) -> AppResult<Call> {
     state
         .store
-        .read(move |c| calls::by_callid(c, &callid))
+        .read(move |c| calls::by_callid(c, account, &callid))
         .await?
-        .filter(|k| k.account_id == account)
-        .ok_or_else(|| ApiError::not_found("call"))
+        .ok_or_else(|| AppError::not_found("call"))
 }
 
 /// `POST /sandbox/calls`: 201 with the call as it stands once the scenario waits or ends.
-pub async fn place(
+pub(super) async fn place(
     State(state): State<AppState>,
     caller: Caller,
     body: Bytes,
-) -> ApiResult<(StatusCode, Json<SandboxCall>)> {
+) -> AppResult<(StatusCode, Json<SandboxCall>)> {
     caller.ensure_may_spend()?;
     let b: PlaceBody = json_body(&body)?;
     let mut checks = Checks::default();
@@ -92,7 +103,13 @@ pub async fn place(
     let to = checks.phone("to", Some(&b.to));
     checks.finish()?;
     let to = to.map(|t| t.as_str().to_owned()).unwrap_or_default();
-    let placed = place_inbound(&state, caller.account.id, &b.from, &to).await?;
+    let inbound = Inbound {
+        caller_account: caller.account.id,
+        from: b.from.clone(),
+        to,
+        network: crate::networks::SIMULATED.to_owned(),
+    };
+    let placed = inbound_call::place(&state, inbound).await?;
     Ok((
         StatusCode::CREATED,
         Json(render(&state, placed.call.id).await?),
@@ -100,23 +117,22 @@ pub async fn place(
 }
 
 /// `GET /sandbox/calls/{callid}`.
-pub async fn show(
+pub(super) async fn show(
     State(state): State<AppState>,
     caller: Caller,
     Path(callid): Path<String>,
-) -> ApiResult<Json<SandboxCall>> {
+) -> AppResult<Json<SandboxCall>> {
     let call = find(&state, caller.account.id, callid).await?;
     Ok(Json(render(&state, call.id).await?))
 }
 
 /// `POST /sandbox/calls/{callid}/dtmf {digits}`: the caller presses keys.
-pub async fn dtmf(
+pub(super) async fn dtmf(
     State(state): State<AppState>,
     caller: Caller,
     Path(callid): Path<String>,
-    body: Bytes,
-) -> ApiResult<Json<SandboxCall>> {
-    let b: DtmfBody = json_body(&body)?;
+    JsonBody(b): JsonBody<DtmfBody>,
+) -> AppResult<Json<SandboxCall>> {
     if b.digits.is_empty()
         || b.digits.len() > 64
         || !b
@@ -124,29 +140,16 @@ pub async fn dtmf(
             .chars()
             .all(|ch| ch.is_ascii_digit() || ch == '*' || ch == '#')
     {
-        return Err(ApiError::invalid("digits", "1 to 64 of 0-9, * and #"));
+        return Err(AppError::invalid("digits", "1 to 64 of 0-9, * and #"));
     }
     let call = find(&state, caller.account.id, callid).await?;
-    if call.status == "ended" {
-        return Err(ApiError::not_found("live call"));
+    if !call.status.is_live() {
+        return Err(AppError::not_found("live call"));
     }
-    let (id, now) = (call.id, state.clock.now());
-    let digits = b.digits.clone();
-    state
-        .store
-        .write(move |c| {
-            calls::push_dtmf(c, id, &digits)?;
-            calls::log(
-                c,
-                id,
-                "dtmf",
-                &serde_json::json!({"digits": digits}).to_string(),
-                now,
-            )
-        })
-        .await?;
-    poll_runs(&state, id).await.map_err(ApiError::internal)?;
-    Ok(Json(render(&state, id).await?))
+    call_events::report(&state, &call, CallEvent::Digits(b.digits))
+        .await
+        .map_err(AppError::internal)?;
+    Ok(Json(render(&state, call.id).await?))
 }
 
 /// The audio of a sandbox call: a multipart body's `file` part (as CONTRACT section 8 says),
@@ -154,12 +157,12 @@ pub async fn dtmf(
 async fn heard(
     state: &AppState,
     req: axum::extract::Request,
-) -> ApiResult<(Option<String>, Bytes)> {
+) -> AppResult<(Option<String>, Bytes)> {
     if crate::media::multipart::is_multipart(&req) {
         let upload = crate::media::multipart::read(state, req, &["file"]).await?;
         let file = upload
             .file
-            .ok_or_else(|| ApiError::invalid("file", "is required"))?;
+            .ok_or_else(|| AppError::invalid("file", "is required"))?;
         return Ok((file.content_type, Bytes::from(file.bytes)));
     }
     let content_type = req
@@ -169,25 +172,25 @@ async fn heard(
         .map(str::to_owned);
     let body = axum::body::to_bytes(req.into_body(), state.config.audio_max_bytes)
         .await
-        .map_err(|_| ApiError::bad_request("file_too_large", "the audio is over the size limit"))?;
+        .map_err(|_| AppError::new(ErrorCode::FileTooLarge, "the audio is over the size limit"))?;
     Ok((content_type, body))
 }
 
 /// `POST /sandbox/calls/{callid}/audio`: the caller speaks; the body (multipart `file`, or
 /// the raw audio) is audio in any format audio files accept (converted to 8 kHz mono WAV). A recording in progress takes it; on the
 /// recording line, the digits sent before are the code.
-pub async fn audio(
+pub(super) async fn audio(
     State(state): State<AppState>,
     caller: Caller,
     Path(callid): Path<String>,
     req: axum::extract::Request,
-) -> ApiResult<Json<SandboxCall>> {
+) -> AppResult<Json<SandboxCall>> {
     let call = find(&state, caller.account.id, callid).await?;
-    if call.status == "ended" {
-        return Err(ApiError::not_found("live call"));
+    if !call.status.is_live() {
+        return Err(AppError::not_found("live call"));
     }
     let (content_type, body) = heard(&state, req).await?;
-    if call.number.is_none() && call.direction == "inbound" {
+    if call.number.is_none() && call.direction == CallDirection::Inbound {
         // The recording line: the code first, then the audio.
         use crate::media::phone_recording::{self, Accepted};
         let code: String = call
@@ -223,9 +226,9 @@ pub async fn audio(
                 calls::log(c, id, "recorded", &note.to_string(), now)
             })
             .await?;
-        hang_up_and_drive(&state, call.id, NORMAL_CLEARING, "callee")
+        hang_up_and_drive(&state, call.id, NORMAL_CLEARING, HangupSource::Callee)
             .await
-            .map_err(ApiError::internal)?;
+            .map_err(AppError::internal)?;
         return Ok(Json(render(&state, call.id).await?));
     }
     let declared = content_type
@@ -233,48 +236,76 @@ pub async fn audio(
         .and_then(dialtone_media::DeclaredType::from_content_type)
         .or_else(|| dialtone_media::sniff(&body))
         .ok_or_else(|| {
-            ApiError::bad_request("unsupported_format", "the audio format is not supported")
+            AppError::new(
+                ErrorCode::UnsupportedFormat,
+                "the audio format is not supported",
+            )
         })?;
     let limits = crate::media::limits(&state);
     let budget = crate::media::budget(&state);
     let converted = crate::media::converter::convert(&budget, body.to_vec(), declared, &limits)
         .await
         .map_err(|e| {
-            ApiError::bad_request(
-                "unsupported_format",
+            AppError::new(
+                ErrorCode::UnsupportedFormat,
                 format!("the audio cannot be used: {}", e.reason()),
             )
         })?;
-    let (id, now) = (call.id, state.clock.now());
-    state
-        .store
-        .write(move |c| {
-            calls::set_audio(c, id, &converted.wav)?;
-            calls::log(
-                c,
-                id,
-                "audio",
-                &serde_json::json!({"duration": converted.duration_ms}).to_string(),
-                now,
-            )
-        })
-        .await?;
-    poll_runs(&state, id).await.map_err(ApiError::internal)?;
-    Ok(Json(render(&state, id).await?))
+    call_events::report(&state, &call, CallEvent::Audio(converted.wav))
+        .await
+        .map_err(AppError::internal)?;
+    Ok(Json(render(&state, call.id).await?))
 }
 
 /// `POST /sandbox/calls/{callid}/hangup`: the caller hangs up.
-pub async fn hangup(
+pub(super) async fn hangup(
     State(state): State<AppState>,
     caller: Caller,
     Path(callid): Path<String>,
-) -> ApiResult<Json<SandboxCall>> {
+) -> AppResult<Json<SandboxCall>> {
     let call = find(&state, caller.account.id, callid).await?;
-    if call.status == "ended" {
-        return Err(ApiError::not_found("live call"));
+    if !call.status.is_live() {
+        return Err(AppError::not_found("live call"));
     }
-    hang_up_and_drive(&state, call.id, NORMAL_CLEARING, "caller")
+    let hangup = CallEvent::Hangup {
+        cause: NORMAL_CLEARING,
+        source: HangupSource::Caller,
+    };
+    call_events::report(&state, &call, hangup)
         .await
-        .map_err(ApiError::internal)?;
+        .map_err(AppError::internal)?;
     Ok(Json(render(&state, call.id).await?))
+}
+
+/// `GET /sandbox/calls/{callid}/timeline/{index}/audio`: the audio of a `say` on the call's
+/// timeline (8 kHz WAV), spoken by the voice of its language.
+pub(super) async fn said(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((callid, index)): Path<(String, usize)>,
+) -> AppResult<axum::response::Response> {
+    use axum::response::IntoResponse;
+    let call = find(&state, caller.account.id, callid).await?;
+    let id = call.id;
+    let entry = state
+        .store
+        .read(move |c| calls::timeline(c, id))
+        .await?
+        .into_iter()
+        .nth(index)
+        .filter(|t| t.kind == "say")
+        .ok_or_else(|| AppError::not_found("spoken text"))?;
+    let data: Value = serde_json::from_str(&entry.data).unwrap_or(Value::Null);
+    let text = data["what"].as_str().unwrap_or_default();
+    let pcm = state
+        .speech
+        .speak(text, data["language"].as_str())
+        .await
+        .map_err(AppError::internal)?
+        .pcm;
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "audio/wav")],
+        dialtone_media::pcm_wav(&pcm),
+    )
+        .into_response())
 }

@@ -10,7 +10,7 @@ use axum::routing::{get, post};
 use crate::state::AppState;
 
 /// The sandbox routes.
-pub fn router() -> Router<AppState> {
+pub(crate) fn router() -> Router<AppState> {
     Router::new()
         .route(
             "/sandbox/sms",
@@ -25,4 +25,8 @@ pub fn router() -> Router<AppState> {
             post(calls::audio).layer(axum::extract::DefaultBodyLimit::disable()),
         )
         .route("/sandbox/calls/{callid}/hangup", post(calls::hangup))
+        .route(
+            "/sandbox/calls/{callid}/timeline/{index}/audio",
+            get(calls::said),
+        )
 }

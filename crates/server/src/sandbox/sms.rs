@@ -2,21 +2,21 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use dialtone_domain::E164;
 use dialtone_store::numbers::owned;
 use dialtone_store::sms::{self as store, SmsFilter};
 use serde::Deserialize;
 
+use crate::error::{AppError, AppResult};
 use crate::http::auth::Caller;
-use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::{Checks, json_body, query};
+use crate::http::extract::{Checks, QueryString, json_body};
 use crate::state::AppState;
 use crate::v2::sms::SmsView;
 
 #[derive(Debug, Deserialize)]
-struct InboundBody {
+pub(super) struct InboundBody {
     from: String,
     to: String,
     body: String,
@@ -24,11 +24,11 @@ struct InboundBody {
 
 /// `POST /sandbox/sms {from, to, body}`: an SMS from the outside world to one of the
 /// account's numbers. Answers 201 with the inbound SMS.
-pub async fn inbound(
+pub(super) async fn inbound(
     State(state): State<AppState>,
     caller: Caller,
     body: Bytes,
-) -> ApiResult<(StatusCode, Json<SmsView>)> {
+) -> AppResult<(StatusCode, Json<SmsView>)> {
     let b: InboundBody = json_body(&body)?;
     let mut checks = Checks::default();
     if E164::parse_format(&b.from).is_err() && dialtone_domain::sms::Sender::parse(&b.from).is_err()
@@ -47,7 +47,7 @@ pub async fn inbound(
         .store
         .write(move |c| {
             owned::get(c, account.id, &to)?
-                .ok_or_else(|| ApiError::not_found("number (the account owns no such number)"))?;
+                .ok_or_else(|| AppError::not_found("number (the account owns no such number)"))?;
             crate::sms::receive(c, &st, &account, &b.from, &to, &b.body, now)
         })
         .await?;
@@ -56,18 +56,17 @@ pub async fn inbound(
 }
 
 #[derive(Debug, Deserialize)]
-struct LeftQuery {
+pub(super) struct LeftQuery {
     to: Option<String>,
 }
 
 /// `GET /sandbox/sms[?to=]`: every SMS of the account handed to the simulated network,
 /// oldest first (at most 1000).
-pub async fn left_the_platform(
+pub(super) async fn left_the_platform(
     State(state): State<AppState>,
     caller: Caller,
-    RawQuery(raw): RawQuery,
-) -> ApiResult<Json<Vec<SmsView>>> {
-    let q: LeftQuery = query(raw.as_deref())?;
+    QueryString(q): QueryString<LeftQuery>,
+) -> AppResult<Json<Vec<SmsView>>> {
     let mut checks = Checks::default();
     let to = checks.phone("to", q.to.as_deref());
     checks.finish()?;

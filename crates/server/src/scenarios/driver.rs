@@ -1,53 +1,26 @@
 //! Drives one run: feeds triggers to the interpreter, commits each step (state, log, call
-//! effects, what it now waits for) with an optimistic version check, then performs the
-//! step's outside work (SMS, HTTP) and feeds the results back, until the run waits or ends.
+//! records, what it now waits for) with an optimistic version check, then performs the
+//! step's outside work (networks, SMS, HTTP) and feeds the results back, until the run waits
+//! or ends. What each command does is in [`super::commands`].
 
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 
-use dialtone_actions::{
-    Command, CommandKind, Context, Event, Limits, Outcome, RunState, Step, resume, start,
-    start_branch,
-};
+use dialtone_actions::{Limits, Outcome, Step, resume, start, start_branch};
 use dialtone_domain::Timestamp;
-use dialtone_store::calls::{self, Call};
+use dialtone_domain::call::{HangupSource, NORMAL_CLEARING};
+use dialtone_domain::run::{RunKind, RunStatus};
+use dialtone_store::calls;
 use dialtone_store::runs::{self, Progress, Run};
-use dialtone_store::{Conn, events};
-use serde::{Deserialize, Serialize};
+use dialtone_store::{Conn, DbError};
 use serde_json::{Value, json};
 
+use super::commands::{self, CommitOutput, Scope};
 use super::pending::{self, Pending};
-use crate::http::error::ApiError;
+use super::stored::{Stored, Trigger};
+use super::{dialing, prompts, settle};
 use crate::state::AppState;
-
-/// What a run's `state` column holds: the start it was asked for, or the interpreter state.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Stored {
-    /// Not started yet (a node that dies before the first step leaves this for the worker).
-    Start {
-        /// Entry branch.
-        branch: String,
-        /// Its context.
-        context: Context,
-    },
-    /// Started.
-    Running(RunState),
-}
-
-/// What moves a run.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Trigger {
-    /// Run the stored start.
-    Start,
-    /// An event for the interpreter.
-    Event(Event),
-    /// Start another branch in the run (the `hangup` branch after an inbound call).
-    Branch(String),
-    /// Check the run's waits against the call (digits, audio) and the clock.
-    Poll,
-}
 
 /// Most triggers one drive handles before it gives up (a guard against event loops).
 const MAX_TRIGGERS: usize = 1_000;
@@ -66,8 +39,18 @@ fn truncated(text: &str, max: usize) -> String {
     }
 }
 
+/// A run's stored state that does not read back: the run fails with this, loudly, instead
+/// of waiting forever on waits it lost.
+#[derive(Debug, thiserror::Error)]
+#[error("the run's stored {what} cannot be read")]
+pub(crate) struct Corrupt {
+    what: &'static str,
+    #[source]
+    source: serde_json::Error,
+}
+
 /// Drives a run through `triggers` and whatever they cause.
-pub fn drive(
+pub(crate) fn drive(
     state: AppState,
     run_id: i64,
     triggers: Vec<Trigger>,
@@ -83,41 +66,61 @@ pub fn drive(
             let Some(run) = state.store.read(move |c| runs::by_id(c, run_id)).await? else {
                 return Ok(());
             };
-            if run.status != "running" && !matches!(trigger, Trigger::Branch(_)) {
+            if run.status.is_final() && !matches!(trigger, Trigger::Branch(_)) {
                 continue;
             }
-            let step = match interpret(&state, &run, &trigger).await? {
-                Interpreted::Step(step) => Some(*step),
-                Interpreted::Skip => continue,
-                Interpreted::PollOnly => None,
+            let trigger = first(&run, trigger, &mut queue);
+            tracing::debug!(run = %run.sid, version = run.version, status = ?run.status, ?trigger, "drive");
+            let step = match interpret(&state, &run, &trigger).await {
+                Ok(Interpreted::Step(step)) => Some(*step),
+                Ok(Interpreted::Skip) => continue,
+                Ok(Interpreted::PollOnly) => None,
+                Err(Failure::Corrupt(e)) => return fail_corrupt(&state, &run, e).await,
+                Err(Failure::Other(e)) => return Err(e),
             };
+            let moved = moved_by(&trigger);
             let input = CommitInput {
                 run: run.clone(),
                 step,
+                answered: trigger == Trigger::Answer,
+                moved,
                 now: state.clock.now(),
-                simulated: state.simulated.clone(),
                 max_state: state.config.max_run_state_bytes,
+                networks: state.networks.clone(),
             };
-            let out = state
+            let out = match state
                 .store
                 .write_repeatable(move |c| commit(c, &input))
                 .await
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
-            let Some(out) = out else {
+            {
+                Ok(Some(out)) => out,
                 // Someone else saved the run meanwhile: read it again and retry.
-                queue.push_front(trigger);
-                continue;
+                Ok(None) => {
+                    queue.push_front(trigger);
+                    continue;
+                }
+                Err(CommitError::Corrupt(e)) => return fail_corrupt(&state, &run, e).await,
+                Err(CommitError::Db(e)) => {
+                    return Err(
+                        anyhow::Error::new(e).context(format!("run {}: saving a step", run.sid))
+                    );
+                }
             };
             if out.woke {
                 state.wake.notify_one();
             }
-            queue.extend(out.events.into_iter().map(Trigger::Event));
-            for (fiber, kind) in out.io {
-                let value = perform(&state, &run, kind).await;
-                queue.push_back(Trigger::Event(Event::Result { fiber, value }));
+            for _ in 0..out.answers {
+                queue.push_front(Trigger::Answer);
+            }
+            for io in out.io {
+                if let Some(next) = commands::perform(&state, &run, io).await {
+                    queue.push_back(next);
+                }
             }
             if let Some(call_id) = out.hang_up {
-                let others = super::call::hang_up(&state, call_id, 16, "callee").await?;
+                let others =
+                    super::hangup::hang_up(&state, call_id, NORMAL_CLEARING, HangupSource::Callee)
+                        .await?;
                 for (other, triggers) in others {
                     if other == run_id {
                         queue.extend(triggers);
@@ -131,25 +134,121 @@ pub fn drive(
     })
 }
 
+/// What a run takes before `trigger` (which then waits at the front of the queue): its
+/// start when it has not started (a call that ended while its run was being set up: the
+/// run starts, learns the end, then runs its hangup branch, as it would have a moment
+/// later), else the answers of its inbox, in order.
+fn first(run: &Run, trigger: Trigger, queue: &mut VecDeque<Trigger>) -> Trigger {
+    if trigger != Trigger::Due
+        && !run.status.is_final()
+        && !super::stored::has_started(run.state.as_deref())
+    {
+        queue.push_front(trigger);
+        Trigger::Due
+    } else if trigger != Trigger::Answer && has_answers(run) {
+        queue.push_front(trigger);
+        Trigger::Answer
+    } else {
+        trigger
+    }
+}
+
+/// What the outside world did, told by a trigger, for the run's waits.
+fn moved_by(trigger: &Trigger) -> Option<Moved> {
+    match trigger {
+        Trigger::Dialed {
+            fiber,
+            outcome,
+            network,
+            callid,
+        } => Some(Moved::Dialed {
+            fiber: *fiber,
+            outcome: *outcome,
+            network: network.clone(),
+            callid: callid.clone(),
+        }),
+        Trigger::Played { fiber } => Some(Moved::Played(*fiber)),
+        Trigger::LegEnded { leg } => Some(Moved::LegEnded(*leg)),
+        Trigger::Due | Trigger::Event(_) | Trigger::Answer | Trigger::Branch(_) | Trigger::Poll => {
+            None
+        }
+    }
+}
+
+/// Whether the run's inbox holds answers (waits that do not read back fail the run when
+/// its step is committed).
+fn has_answers(run: &Run) -> bool {
+    pending::parse(&run.pending).is_ok_and(|w| pending::first_answer(&w).is_some())
+}
+
+/// Fails a run whose stored state does not read back, and reports it.
+async fn fail_corrupt(state: &AppState, run: &Run, e: Corrupt) -> anyhow::Result<()> {
+    let (id, version, now) = (run.id, run.version, state.clock.now());
+    let error = format!("{e}: {}", e.source);
+    let (variables, log) = (run.variables.clone(), run.log.clone());
+    state
+        .store
+        .write(move |c| {
+            let progress = Progress {
+                status: RunStatus::Failed,
+                state: None,
+                variables: &variables,
+                log: if serde_json::from_str::<Value>(&log).is_ok() {
+                    &log
+                } else {
+                    "[]"
+                },
+                error: Some(&error),
+                pending: "[]",
+                next_at: None,
+            };
+            runs::save(c, id, version, &progress, now)
+        })
+        .await?;
+    Err(anyhow::Error::new(e).context(format!("run {} failed", run.sid)))
+}
+
 enum Interpreted {
     Step(Box<Step>),
     Skip,
     PollOnly,
 }
 
-async fn interpret(state: &AppState, run: &Run, trigger: &Trigger) -> anyhow::Result<Interpreted> {
-    if *trigger == Trigger::Poll {
-        return Ok(Interpreted::PollOnly);
+enum Failure {
+    Corrupt(Corrupt),
+    Other(anyhow::Error),
+}
+
+impl<E: Into<anyhow::Error>> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Self::Other(e.into())
     }
-    let mut stored: Stored = match run.state.as_deref().map(serde_json::from_str) {
-        Some(Ok(s)) => s,
-        _ => return Ok(Interpreted::Skip),
+}
+
+async fn interpret(state: &AppState, run: &Run, trigger: &Trigger) -> Result<Interpreted, Failure> {
+    match trigger {
+        // Nothing for the interpreter: the commit checks the waits.
+        Trigger::Poll
+        | Trigger::Dialed { .. }
+        | Trigger::Played { .. }
+        | Trigger::LegEnded { .. } => return Ok(Interpreted::PollOnly),
+        Trigger::Due | Trigger::Event(_) | Trigger::Answer | Trigger::Branch(_) => {}
+    }
+    let Some(text) = run.state.as_deref() else {
+        // Ended runs keep no state.
+        return Ok(Interpreted::Skip);
     };
+    let mut stored: Stored = serde_json::from_str(text).map_err(|source| {
+        Failure::Corrupt(Corrupt {
+            what: "state",
+            source,
+        })
+    })?;
     // The step sees the call as it is now: answered, ended, with its CDR so far.
     if let Some(call_id) = run.call_id
         && let Some(k) = state.store.read(move |c| calls::by_id(c, call_id)).await?
     {
-        let view = super::call::call_object(&k);
+        let view = crate::voice::cdr::call_object(&k);
         match &mut stored {
             Stored::Start { context, .. } => context.call = Some(view),
             Stored::Running(rs) => rs.set_call(view),
@@ -158,498 +257,257 @@ async fn interpret(state: &AppState, run: &Run, trigger: &Trigger) -> anyhow::Re
     let scenario = state.parsed.get(&run.script)?;
     let now = state.clock.now().to_rfc3339();
     let limits = Limits::default();
-    let trigger = trigger.clone();
-    let step = state
+    // The inbox's oldest answer, read with the run (the commit removes it, or finds the
+    // run changed and the driver reads it again).
+    let trigger = match trigger {
+        Trigger::Answer => {
+            let waits = pending::parse(&run.pending).map_err(|source| {
+                Failure::Corrupt(Corrupt {
+                    what: "waits",
+                    source,
+                })
+            })?;
+            match pending::first_answer(&waits) {
+                Some(event) => Trigger::Event(event.clone()),
+                None => return Ok(Interpreted::Skip),
+            }
+        }
+        other => other.clone(),
+    };
+    state
         .engine
         .run(run.account_id, move || match (trigger, stored) {
-            (Trigger::Start, Stored::Start { branch, context }) => {
-                Some(start(&scenario, &branch, context, &limits))
+            (Trigger::Due, Stored::Start { branch, context }) => {
+                Interpreted::Step(Box::new(start(&scenario, &branch, context, &limits)))
             }
             (Trigger::Event(e), Stored::Running(rs)) => {
-                Some(resume(&scenario, rs, e, &now, &limits))
+                Interpreted::Step(Box::new(resume(&scenario, rs, e, &now, &limits)))
             }
             (Trigger::Branch(b), Stored::Running(rs)) => {
-                Some(start_branch(&scenario, rs, &b, &now, &limits))
+                Interpreted::Step(Box::new(start_branch(&scenario, rs, &b, &now, &limits)))
             }
-            _ => None,
+            // A started run that is due: its waits are checked by the commit.
+            (
+                Trigger::Due
+                | Trigger::Poll
+                | Trigger::Dialed { .. }
+                | Trigger::Played { .. }
+                | Trigger::LegEnded { .. },
+                Stored::Running(_),
+            ) => Interpreted::PollOnly,
+            // Read as its event above.
+            (Trigger::Answer, Stored::Running(_)) => Interpreted::Skip,
+            // Nothing to resume or check before the start (`drive` starts a run first).
+            (
+                Trigger::Event(_)
+                | Trigger::Answer
+                | Trigger::Branch(_)
+                | Trigger::Poll
+                | Trigger::Dialed { .. }
+                | Trigger::Played { .. }
+                | Trigger::LegEnded { .. },
+                Stored::Start { .. },
+            ) => Interpreted::Skip,
         })
-        .await?;
-    Ok(step.map_or(Interpreted::Skip, |s| Interpreted::Step(Box::new(s))))
+        .await
+        .map_err(Failure::from)
 }
 
 struct CommitInput {
     run: Run,
     step: Option<Step>,
+    /// The step was given the oldest answer of the run's inbox, which it now removes.
+    answered: bool,
+    /// What the outside world did that the waits must learn.
+    moved: Option<Moved>,
     now: Timestamp,
-    simulated: Option<std::sync::Arc<dialtone_carrier::Simulated>>,
     /// The largest state and variables a run may store.
     max_state: usize,
+    /// The networks (whether the call's carries media).
+    networks: std::sync::Arc<crate::networks::Networks>,
 }
 
-struct CommitOutput {
-    /// Events to feed back at once.
-    events: Vec<Event>,
-    /// Outside work, answered by a result for the fiber.
-    io: Vec<(u32, CommandKind)>,
-    /// Hang this call up after the commit.
-    hang_up: Option<i64>,
-    /// New work for the background workers was committed.
-    woke: bool,
+/// What the outside world did, for the waits of a run.
+enum Moved {
+    /// A dial target's outcome.
+    Dialed {
+        fiber: u32,
+        outcome: dialtone_carrier::voice::DialOutcome,
+        network: String,
+        callid: String,
+    },
+    /// A prompt of the fiber finished playing.
+    Played(u32),
+    /// A leg dialled from the call ended by itself.
+    LegEnded(i64),
 }
 
-fn status_of(outcome: &Outcome) -> (&'static str, Option<String>) {
+/// Why a step was not saved.
+#[derive(Debug, thiserror::Error)]
+enum CommitError {
+    #[error(transparent)]
+    Corrupt(#[from] Corrupt),
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
+fn status_of(outcome: &Outcome) -> (RunStatus, Option<String>) {
     match outcome {
-        Outcome::Waiting => ("running", None),
-        Outcome::Completed => ("completed", None),
-        Outcome::Stopped => ("stopped", None),
-        Outcome::Failed { error } => ("failed", Some(error.clone())),
+        Outcome::Waiting => (RunStatus::Running, None),
+        Outcome::Completed => (RunStatus::Completed, None),
+        Outcome::Stopped => (RunStatus::Stopped, None),
+        Outcome::Failed { error } => (RunStatus::Failed, Some(error.clone())),
     }
 }
 
-/// Saves the step and applies its call effects in one transaction; None when the run
-/// changed since it was read.
-/// Saves a step of a run with its effects. Runs as a repeatable write: nothing here acts
-/// outside the connection (outside work is returned in `io`).
-fn commit(c: &mut dyn Conn, input: &CommitInput) -> Result<Option<CommitOutput>, ApiError> {
+/// The run's log with a step's lines added, within the line, size and count bounds.
+fn appended_log(run: &Run, step: &Step) -> Result<String, Corrupt> {
+    let mut log: Vec<Value> = serde_json::from_str(&run.log).map_err(|source| Corrupt {
+        what: "log",
+        source,
+    })?;
+    for entry in &step.log {
+        let message = truncated(&entry.message, MAX_LOG_MESSAGE);
+        log.push(json!({"at": entry.at, "level": entry.level, "message": message}));
+    }
+    if log.len() > MAX_LOG {
+        log.drain(..log.len() - MAX_LOG);
+    }
+    let mut text = Value::Array(log.clone()).to_string();
+    while text.len() > MAX_LOG_BYTES && !log.is_empty() {
+        let drop = (log.len() / 4).max(1);
+        log.drain(..drop);
+        text = Value::Array(log.clone()).to_string();
+    }
+    Ok(text)
+}
+
+/// Tells the run's waits what the outside world did.
+fn apply_moved(c: &mut dyn Conn, scope: &mut Scope<'_>, moved: &Moved) -> Result<(), DbError> {
+    match moved {
+        Moved::Dialed {
+            fiber,
+            outcome,
+            network,
+            callid,
+        } => {
+            let attempt = dialing::Attempt {
+                fiber: *fiber,
+                outcome: *outcome,
+                network,
+                callid,
+            };
+            dialing::dialed(c, scope, &attempt)?;
+        }
+        Moved::Played(fiber) => prompts::played(scope, *fiber),
+        Moved::LegEnded(leg) => dialing::leg_ended(scope, *leg),
+    }
+    Ok(())
+}
+
+/// Saves a step of a run with its effects, in one transaction; None when the run changed
+/// since it was read. Runs as a repeatable write: nothing here acts outside the connection
+/// (outside work is returned in `io`).
+fn commit(c: &mut dyn Conn, input: &CommitInput) -> Result<Option<CommitOutput>, CommitError> {
     let CommitInput {
         run,
         step,
+        answered,
+        moved,
         now,
-        simulated,
         max_state,
+        networks,
     } = input;
     let (now, max_state) = (*now, *max_state);
     let mut call = match run.call_id {
         Some(id) => calls::by_id(c, id)?,
         None => None,
     };
-    let mut waits = pending::parse(&run.pending);
-    let mut out = CommitOutput {
-        events: Vec::new(),
-        io: Vec::new(),
-        hang_up: None,
-        woke: false,
-    };
+    let media = call.as_ref().is_some_and(|k| {
+        networks
+            .voice(&k.network)
+            .is_some_and(|n| n.carries_media())
+    });
+    let mut waits = pending::parse(&run.pending).map_err(|source| Corrupt {
+        what: "waits",
+        source,
+    })?;
+    if *answered {
+        pending::remove_first_answer(&mut waits);
+    }
+    let mut out = CommitOutput::default();
     let (status, error, state_json, variables, log) = match &step {
         Some(step) => {
             let (mut status, mut error) = status_of(&step.outcome);
             let mut state_json = serde_json::to_string(&Stored::Running(step.state.clone()))
-                .map_err(ApiError::internal)?;
+                .map_err(|e| DbError::Other(format!("a run's state does not serialize: {e}")))?;
             let mut variables = Value::Object(step.state.variables()).to_string();
-            let mut log: Vec<Value> = serde_json::from_str(&run.log).unwrap_or_default();
-            for entry in &step.log {
-                let message = truncated(&entry.message, MAX_LOG_MESSAGE);
-                log.push(json!({"at": entry.at, "level": entry.level, "message": message}));
-            }
-            if log.len() > MAX_LOG {
-                log.drain(..log.len() - MAX_LOG);
-            }
-            let mut log_text = Value::Array(log.clone()).to_string();
-            while log_text.len() > MAX_LOG_BYTES && !log.is_empty() {
-                let drop = (log.len() / 4).max(1);
-                log.drain(..drop);
-                log_text = Value::Array(log.clone()).to_string();
-            }
+            let log = appended_log(run, step)?;
             // A run that grew past its bound fails, keeping what it had before this step.
             let size = state_json.len() + variables.len();
             if size > max_state {
-                status = "failed";
+                status = RunStatus::Failed;
                 error = Some(format!(
                     "the run's state and variables would take {size} bytes: the limit is {max_state}"
                 ));
                 state_json = run.state.clone().unwrap_or_default();
                 variables = run.variables.clone();
             }
-            (status, error, Some(state_json), variables, log_text)
+            (status, error, Some(state_json), variables, log)
         }
         None => (
-            "running",
+            RunStatus::Running,
             run.error.clone(),
             run.state.clone(),
             run.variables.clone(),
             run.log.clone(),
         ),
     };
+    let mut scope = Scope {
+        run,
+        call: &mut call,
+        waits: &mut waits,
+        out: &mut out,
+        now,
+        media,
+    };
+    if let Some(moved) = moved {
+        apply_moved(c, &mut scope, moved)?;
+    }
     if let Some(step) = &step {
         for command in &step.commands {
-            apply(
-                c,
-                run,
-                &mut call,
-                command,
-                &mut waits,
-                &mut out,
-                now,
-                simulated.as_deref(),
-            )?;
+            commands::apply(c, &mut scope, command)?;
         }
         if step.outcome.is_final() {
-            // Only a call recording outlives the run: it is made when the call ends.
-            waits.retain(|w| matches!(w, Pending::CallRecording { .. }));
-            if run.kind == "inbound-call" && call.as_ref().is_some_and(|k| k.status != "ended") {
-                out.hang_up = run.call_id;
+            scope.waits.retain(Pending::outlives_run);
+            if run.kind == RunKind::InboundCall
+                && scope.call.as_ref().is_some_and(|k| k.status.is_live())
+            {
+                scope.out.hang_up = run.call_id;
             }
         }
     }
-    settle(c, run, call.as_ref(), &mut waits, &mut out, now)?;
+    settle::settle(c, &mut scope)?;
+    // What the waits answered goes to the inbox, given by the driver next (an ended run
+    // has no one left to give it to).
+    let answers = std::mem::take(&mut out.events);
+    if !status.is_final() {
+        out.answers = answers.len();
+        waits.extend(answers.into_iter().map(|event| Pending::Answer { event }));
+    }
+    let pending = pending::to_json(&waits)
+        .map_err(|e| DbError::Other(format!("a run's waits do not serialize: {e}")))?;
     let progress = Progress {
         status,
         state: state_json.as_deref(),
         variables: &variables,
         log: &log,
         error: error.as_deref(),
-        pending: &pending::to_json(&waits),
+        pending: &pending,
         next_at: pending::next_deadline(&waits).map(Timestamp::from_millis),
     };
     if !runs::save(c, run.id, run.version, &progress, now)? {
         return Ok(None);
     }
     Ok(Some(out))
-}
-
-fn timeline(
-    c: &mut dyn Conn,
-    call: &Call,
-    kind: &str,
-    data: Value,
-    now: Timestamp,
-) -> Result<(), ApiError> {
-    calls::log(c, call.id, kind, &data.to_string(), now)?;
-    Ok(())
-}
-
-/// Applies one command: call effects now, waits recorded, outside work queued.
-#[allow(clippy::too_many_arguments)]
-fn apply(
-    c: &mut dyn Conn,
-    run: &Run,
-    call: &mut Option<Call>,
-    command: &Command,
-    waits: &mut Vec<Pending>,
-    out: &mut CommitOutput,
-    now: Timestamp,
-    simulated: Option<&dialtone_carrier::Simulated>,
-) -> Result<(), ApiError> {
-    let fiber = command.fiber;
-    let done = |value: Value| Event::Result { fiber, value };
-    let live = call.as_ref().filter(|k| k.status != "ended").cloned();
-    match (&command.kind, live) {
-        (CommandKind::SendSms { .. } | CommandKind::Fetch { .. }, _) => {
-            out.io.push((fiber, command.kind.clone()));
-        }
-        (CommandKind::Wait { seconds }, _) => {
-            let ms = (seconds * 1000.0).clamp(0.0, 86_400_000.0) as i64;
-            waits.push(Pending::Wait {
-                fiber,
-                deadline: now.millis() + ms,
-            });
-        }
-        (CommandKind::Hangup, Some(k)) => {
-            timeline(c, &k, "hangup", json!({"source": "scenario"}), now)?;
-            out.hang_up = Some(k.id);
-            out.events.push(done(Value::Null));
-        }
-        (CommandKind::Answer, Some(k)) => {
-            if calls::answer(c, k.id, now)? {
-                timeline(c, &k, "answered", json!({}), now)?;
-                *call = calls::by_id(c, k.id)?;
-            }
-            out.events.push(done(Value::Null));
-        }
-        (CommandKind::Ringing, Some(k)) => {
-            timeline(c, &k, "ringing", json!({}), now)?;
-            out.events.push(done(Value::Null));
-        }
-        (CommandKind::Say { what, language }, Some(k)) => {
-            timeline(
-                c,
-                &k,
-                "say",
-                json!({"what": what, "language": language}),
-                now,
-            )?;
-            out.events.push(done(Value::Null));
-        }
-        (CommandKind::Play { media }, Some(k)) => {
-            timeline(c, &k, "play", json!({"media": media}), now)?;
-            out.events.push(done(Value::Null));
-        }
-        (
-            CommandKind::Gather {
-                max_digits,
-                min_digits,
-                timeout_secs,
-                finish_on_key,
-                prompt,
-            },
-            Some(k),
-        ) => {
-            if let Some((what, language)) = prompt {
-                timeline(
-                    c,
-                    &k,
-                    "say",
-                    json!({"what": what, "language": language}),
-                    now,
-                )?;
-            }
-            timeline(
-                c,
-                &k,
-                "gather",
-                json!({"maxDigits": max_digits, "timeout": timeout_secs}),
-                now,
-            )?;
-            waits.push(Pending::Gather {
-                fiber,
-                max_digits: *max_digits,
-                min_digits: *min_digits,
-                finish_on_key: finish_on_key.clone(),
-                deadline: now.millis() + i64::from(*timeout_secs) * 1000,
-            });
-        }
-        (
-            CommandKind::Record {
-                max_duration_secs, ..
-            },
-            Some(k),
-        ) => {
-            timeline(
-                c,
-                &k,
-                "record",
-                json!({"maxDuration": max_duration_secs}),
-                now,
-            )?;
-            waits.push(Pending::Record {
-                fiber,
-                started: now.millis(),
-                deadline: now.millis() + i64::from(*max_duration_secs) * 1000,
-            });
-        }
-        (CommandKind::StartRecording, Some(k)) => {
-            timeline(c, &k, "startRecording", json!({}), now)?;
-            waits.push(Pending::CallRecording {
-                fiber,
-                started: now.millis(),
-            });
-            out.events.push(done(json!({"ok": true})));
-        }
-        (CommandKind::Bridge, Some(k)) => {
-            timeline(c, &k, "bridge", json!({}), now)?;
-            waits.push(Pending::Bridge { fiber });
-        }
-        (
-            CommandKind::Dial {
-                targets,
-                answer_on_branch,
-                from,
-            },
-            Some(k),
-        ) => {
-            let mut connected = None;
-            let mut last = "failed";
-            for target in targets {
-                let outcome = simulated
-                    .map(|s| s.call_outcome(&target.number))
-                    .unwrap_or(dialtone_carrier::CallOutcome::Failed);
-                let status = match outcome {
-                    dialtone_carrier::CallOutcome::Answered(_) => "answered",
-                    dialtone_carrier::CallOutcome::Busy => "busy",
-                    dialtone_carrier::CallOutcome::NoAnswer => "no-answer",
-                    dialtone_carrier::CallOutcome::Failed => "failed",
-                };
-                timeline(
-                    c,
-                    &k,
-                    "dial",
-                    json!({"target": target.number, "status": status}),
-                    now,
-                )?;
-                last = status;
-                if status == "answered" {
-                    connected = Some(target.number.clone());
-                    break;
-                }
-            }
-            match connected {
-                Some(target) => {
-                    let caller = from.clone().unwrap_or_else(|| k.callee.clone());
-                    let leg = super::call::open_leg(c, run, &k, &caller, &target, now)?;
-                    // Transparent forwarding (`autoAnswer: false`): the caller's leg is
-                    // answered when the target answers, not before.
-                    if k.answered.is_none() && calls::answer(c, k.id, now)? {
-                        timeline(c, &k, "answered", json!({"by": target}), now)?;
-                        *call = calls::by_id(c, k.id)?;
-                    }
-                    waits.push(Pending::Dial {
-                        fiber,
-                        target,
-                        leg: leg.id,
-                    });
-                    out.woke = true;
-                    if answer_on_branch.is_some() {
-                        out.events.push(Event::DialAnswered { fiber });
-                    }
-                }
-                None => out
-                    .events
-                    .push(done(json!({"ok": false, "status": last, "target": null}))),
-            }
-        }
-        (kind, None) => {
-            // A call action in a run without a live call: it does nothing and says so.
-            let name = serde_json::to_value(kind)
-                .ok()
-                .and_then(|v| v.get("type").and_then(Value::as_str).map(str::to_owned))
-                .unwrap_or_default();
-            out.events.push(done(
-                json!({"ok": false, "error": format!("{name}: the run has no live call")}),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Answers the waits that are over: digits gathered, audio recorded, timers due.
-fn settle(
-    c: &mut dyn Conn,
-    run: &Run,
-    call: Option<&Call>,
-    waits: &mut Vec<Pending>,
-    out: &mut CommitOutput,
-    now: Timestamp,
-) -> Result<(), ApiError> {
-    let mut dtmf = call.map(|k| k.dtmf.clone()).unwrap_or_default();
-    let original = dtmf.clone();
-    let mut audio: Option<Option<Vec<u8>>> = None;
-    let mut kept = Vec::with_capacity(waits.len());
-    for wait in waits.drain(..) {
-        match &wait {
-            Pending::Gather {
-                fiber,
-                max_digits,
-                min_digits,
-                finish_on_key,
-                deadline,
-            } => {
-                let mut digits = String::new();
-                let mut reason = None;
-                let mut used = 0;
-                for ch in dtmf.chars() {
-                    used += ch.len_utf8();
-                    if finish_on_key.as_deref().is_some_and(|k| k.starts_with(ch)) {
-                        reason = Some("finishOnKey");
-                        break;
-                    }
-                    digits.push(ch);
-                    if digits.chars().count() as u32 >= *max_digits {
-                        reason = Some("maxDigits");
-                        break;
-                    }
-                }
-                if reason.is_none() && now.millis() >= *deadline {
-                    reason = Some("timeout");
-                    used = dtmf.len();
-                }
-                match reason {
-                    Some(reason) => {
-                        dtmf = dtmf[used..].to_owned();
-                        let ok = digits.chars().count() as u32 >= *min_digits;
-                        if let Some(k) = call {
-                            timeline(
-                                c,
-                                k,
-                                "gathered",
-                                json!({"digits": digits, "reason": reason}),
-                                now,
-                            )?;
-                        }
-                        out.events.push(Event::Result {
-                            fiber: *fiber,
-                            value: json!({"digits": digits, "reason": reason, "ok": ok}),
-                        });
-                    }
-                    None => kept.push(wait),
-                }
-            }
-            Pending::Record {
-                fiber,
-                started,
-                deadline,
-            } => {
-                let Some(k) = call else { continue };
-                let posted = match &audio {
-                    Some(a) => a.clone(),
-                    None => {
-                        let a = calls::audio(c, k.id)?;
-                        audio = Some(a.clone());
-                        a
-                    }
-                };
-                if posted.is_some() || now.millis() >= *deadline || k.status == "ended" {
-                    let end = now.millis().min(*deadline);
-                    let recording =
-                        super::call::record(c, run, k, "voicemail", *started, end, posted, now)?;
-                    calls::set_audio_none(c, k.id)?;
-                    audio = Some(None);
-                    out.events.push(Event::Result {
-                        fiber: *fiber,
-                        value: recording,
-                    });
-                    out.woke = true;
-                } else {
-                    kept.push(wait);
-                }
-            }
-            Pending::Wait { fiber, deadline } => {
-                if now.millis() >= *deadline {
-                    out.events.push(Event::Result {
-                        fiber: *fiber,
-                        value: Value::Null,
-                    });
-                } else {
-                    kept.push(wait);
-                }
-            }
-            _ => kept.push(wait),
-        }
-    }
-    *waits = kept;
-    if let Some(k) = call
-        && dtmf != original
-    {
-        calls::set_dtmf(c, k.id, &dtmf)?;
-    }
-    Ok(())
-}
-
-/// Performs a step's outside work and gives the value its fiber receives.
-async fn perform(state: &AppState, run: &Run, kind: CommandKind) -> Value {
-    match kind {
-        CommandKind::SendSms { to, body, from } => {
-            super::call::send_sms(state, run, to, body, from).await
-        }
-        CommandKind::Fetch {
-            url,
-            method,
-            headers,
-            body,
-            timeout_ms,
-            ..
-        } => super::fetch::fetch(state, &url, &method, &headers, body, timeout_ms).await,
-        _ => Value::Null,
-    }
-}
-
-/// Emits an event of the run's account from inside a transaction.
-pub fn emit(
-    c: &mut dyn Conn,
-    account_id: i64,
-    kind: &str,
-    data: &Value,
-    now: Timestamp,
-) -> Result<(), ApiError> {
-    events::emit(c, account_id, kind, &data.to_string(), now)?;
-    Ok(())
 }

@@ -8,13 +8,13 @@ use serde_json::{Value, json};
 use crate::state::AppState;
 
 /// Largest response body read (bytes).
-pub const MAX_RESPONSE: usize = 1024 * 1024;
+pub(crate) const MAX_RESPONSE: usize = 1024 * 1024;
 /// Longest timeout a scenario may ask for.
 const MAX_TIMEOUT_MS: u64 = 30_000;
 
 /// The client of scenario fetches: no redirects (a redirect is answered to the scenario as
 /// is), no proxy, names resolved through the outbound policy, rustls, no cookies.
-pub fn client(
+pub(crate) fn client(
     outbound: &std::sync::Arc<crate::outbound::Outbound>,
 ) -> anyhow::Result<reqwest::Client> {
     Ok(reqwest::Client::builder()
@@ -26,7 +26,7 @@ pub fn client(
 }
 
 /// An error with its causes (the resolver's refusal is a cause of reqwest's connect error).
-pub fn error_chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut cause = e.source();
     while let Some(c) = cause {
@@ -45,7 +45,7 @@ fn failure(message: impl std::fmt::Display) -> Value {
 }
 
 /// Performs the request; the value is `{ok, status, statusText, headers, body, json}`.
-pub async fn fetch(
+pub(crate) async fn fetch(
     state: &AppState,
     url: &str,
     method: &str,

@@ -3,7 +3,8 @@
 
 use dialtone_store::runs;
 
-use super::driver::{Trigger, drive};
+use super::driver::drive;
+use super::stored::Trigger;
 use crate::state::AppState;
 
 /// Most runs handled per tick.
@@ -12,12 +13,12 @@ const BATCH: i64 = 200;
 const LEASE_MS: i64 = 30_000;
 
 /// Runs of one account driven at once by this worker.
-pub const PER_ACCOUNT: usize = 8;
+pub(crate) const PER_ACCOUNT: usize = 8;
 
 /// Claims the due runs (at most [`PER_ACCOUNT`] of an account at once) and drives each on a
 /// task of its own: a run waiting on a slow `fetch` holds up only itself. Returns how many
 /// were started.
-pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
+pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
     let now = state.clock.now();
     let full = state.runs.full();
     let plan = state.runs.plan();
@@ -33,18 +34,10 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
     let n = due.len();
     for run in due {
         state.runs.start(run.account_id);
-        let started = run
-            .state
-            .as_deref()
-            .is_some_and(|s| s.starts_with("{\"running\""));
-        let trigger = if started {
-            Trigger::Poll
-        } else {
-            Trigger::Start
-        };
         let state = state.clone();
         tokio::spawn(async move {
-            if let Err(e) = drive(state.clone(), run.id, vec![trigger]).await {
+            // Due: a run not started yet starts, a started one has its waits checked.
+            if let Err(e) = drive(state.clone(), run.id, vec![Trigger::Due]).await {
                 tracing::warn!(run = %run.sid, error = %format!("{e:#}"), "a run could not advance");
             }
             state.runs.done(run.account_id);

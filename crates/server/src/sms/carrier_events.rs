@@ -13,11 +13,11 @@ use dialtone_store::{accounts, inbound_parts};
 use tokio::sync::mpsc;
 
 use super::receipts::{self, Applied};
-use crate::http::error::ApiError;
+use crate::error::AppError;
 use crate::state::AppState;
 
 /// Handles the networks' events until every connector is gone.
-pub async fn run(state: AppState, mut events: mpsc::Receiver<CarrierEvent>) {
+pub(crate) async fn run(state: AppState, mut events: mpsc::Receiver<CarrierEvent>) {
     while let Some(event) = events.recv().await {
         handle(&state, event).await;
     }
@@ -51,11 +51,11 @@ pub async fn handle(state: &AppState, event: CarrierEvent) {
                         .write(move |c| receipts::match_kept(c, &st, id, now))
                         .await
                     {
-                        tracing::warn!(%connector, error = %e, "smpp: a kept receipt is left to the worker");
+                        tracing::warn!(%connector, error = %format!("{e:#}"), "smpp: a kept receipt is left to the worker");
                     }
                 }
                 Err(e) => {
-                    tracing::error!(%connector, error = %e, "smpp: cannot store a receipt; the SMSC will resend it");
+                    tracing::error!(%connector, error = %format!("{e:#}"), "smpp: cannot store a receipt; the SMSC will resend it");
                     ack.retry_later();
                 }
             }
@@ -78,7 +78,7 @@ pub async fn handle(state: &AppState, event: CarrierEvent) {
             let (f, t, network) = (from.clone(), to.clone(), connector.clone());
             let stored = state
                 .store
-                .write(move |c| -> Result<bool, ApiError> {
+                .write(move |c| -> Result<bool, AppError> {
                     // A part is kept until its message is whole; then the message is received.
                     let text = match part {
                         None => text,
@@ -103,7 +103,7 @@ pub async fn handle(state: &AppState, event: CarrierEvent) {
                     let Some(owner) = accounts::by_id(c, owner_id)? else {
                         return Ok(false);
                     };
-                    super::receive(c, &st, &owner, &f, &t, &text, now)?;
+                    super::inbound::receive(c, &st, &owner, &f, &t, &text, now)?;
                     Ok(true)
                 })
                 .await;
@@ -117,7 +117,7 @@ pub async fn handle(state: &AppState, event: CarrierEvent) {
                     ack.accept();
                 }
                 Err(e) => {
-                    tracing::error!(error = %e, "smpp: cannot store an inbound SMS; the SMSC will resend it");
+                    tracing::error!(error = %format!("{e:#}"), "smpp: cannot store an inbound SMS; the SMSC will resend it");
                     ack.retry_later();
                 }
             }

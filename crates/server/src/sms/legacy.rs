@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 /// MCC-MNC the simulated network reports (001-01 is the ITU test network).
-pub const SIMULATED_NETWORK: &str = "00101";
+pub(crate) const SIMULATED_NETWORK: &str = "00101";
 
 fn legacy_status(word: &str) -> &'static str {
     SmsStatus::parse(word).map_or("CREATED", SmsStatus::legacy)
@@ -16,13 +16,13 @@ fn legacy_status(word: &str) -> &'static str {
 
 /// The earlier SMS object, as JSON. `billing_mode` is the account's (`prepaid` or
 /// `postpaid`).
-pub fn sms_object(sms: &Sms, billing_mode: &str) -> Value {
+pub(crate) fn sms_object(sms: &Sms, billing_mode: &str) -> Value {
     serde_json::to_value(LegacySms::new(sms, billing_mode)).unwrap_or(Value::Null)
 }
 
 /// The earlier SMS object as the text of an event's `data` (serialized once, straight from
 /// the SMS: the SMS worker writes one per status move).
-pub fn sms_object_text(sms: &Sms, billing_mode: &str) -> String {
+pub(crate) fn sms_object_text(sms: &Sms, billing_mode: &str) -> String {
     serde_json::to_string(&LegacySms::new(sms, billing_mode)).unwrap_or_default()
 }
 
@@ -140,7 +140,7 @@ impl<'a> LegacySms<'a> {
 
 /// `SMS.Options` of the earlier interfaces, as understood.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Options {
+pub(crate) struct Options {
     /// `flash_message`.
     pub flash: bool,
     /// `force_encoding`.
@@ -154,7 +154,7 @@ pub struct Options {
 }
 
 /// Parses `SMS.Options` (null means defaults). Errors name the option.
-pub fn parse_options(v: &Value) -> Result<Options, (String, String)> {
+pub(crate) fn parse_options(v: &Value) -> Result<Options, (String, String)> {
     let mut out = Options::default();
     let obj = match v {
         Value::Null => return Ok(out),

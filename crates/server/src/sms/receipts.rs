@@ -17,8 +17,8 @@ use dialtone_store::smpp_receipts::{self, NewReceipt, UnmatchedReceipt};
 use dialtone_store::sms::{self as store, Sms};
 use dialtone_store::sms_parts::{self, SmsPart};
 
-use super::progress::{Moves, apply};
-use crate::http::error::ApiError;
+use super::moves::{Moves, apply};
+use crate::error::AppError;
 use crate::state::AppState;
 
 /// How many times the worker tries to match a kept receipt (at its next tick, then 2 s,
@@ -44,7 +44,7 @@ pub(crate) fn apply_or_keep(
     network: &str,
     r: &Receipt,
     now: Timestamp,
-) -> Result<Applied, ApiError> {
+) -> Result<Applied, AppError> {
     if let Some(part) = sms_parts::find(c, network, &receipt::id_forms(&r.message_id))? {
         apply_to_part(c, state, &part, r.status, &r.detail, now)?;
         return Ok(Applied::Matched);
@@ -69,7 +69,7 @@ pub(crate) fn match_kept(
     state: &AppState,
     id: i64,
     now: Timestamp,
-) -> Result<bool, ApiError> {
+) -> Result<bool, AppError> {
     let Some(r) = smpp_receipts::get(c, id)? else {
         return Ok(false);
     };
@@ -92,7 +92,7 @@ pub(crate) fn apply_kept(
     message_id: &str,
     part: &SmsPart,
     now: Timestamp,
-) -> Result<(), ApiError> {
+) -> Result<(), AppError> {
     let kept = smpp_receipts::matching(c, network, &receipt::id_forms(message_id))?;
     for r in kept {
         if !smpp_receipts::take(c, r.id)? {
@@ -113,13 +113,13 @@ fn apply_stored(
     part: &SmsPart,
     r: &UnmatchedReceipt,
     now: Timestamp,
-) -> Result<(), ApiError> {
+) -> Result<(), AppError> {
     let status = SmsStatus::parse(&r.status).unwrap_or(SmsStatus::RemoteQueued);
     apply_to_part(c, state, part, status, &r.detail, now)
 }
 
 /// Tries the kept receipts that are due once more; returns how many matched.
-pub async fn sweep(state: &AppState) -> anyhow::Result<usize> {
+pub(crate) async fn sweep(state: &AppState) -> anyhow::Result<usize> {
     let st = state.clone();
     let now = state.clock.now();
     let matched = state
@@ -143,7 +143,7 @@ pub async fn sweep(state: &AppState) -> anyhow::Result<usize> {
                     }
                 }
             }
-            Ok::<_, ApiError>(matched)
+            Ok::<_, AppError>(matched)
         })
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -158,7 +158,7 @@ fn apply_to_part(
     status: SmsStatus,
     detail: &str,
     now: Timestamp,
-) -> Result<(), ApiError> {
+) -> Result<(), AppError> {
     // A late intermediate receipt (ENROUTE after DELIVRD) never undoes a final one.
     let settled = SmsStatus::parse(&part.status).is_some_and(SmsStatus::is_final);
     if settled && !status.is_final() {
@@ -219,7 +219,7 @@ fn advance(
     target: SmsStatus,
     error: &str,
     now: Timestamp,
-) -> Result<(), ApiError> {
+) -> Result<(), AppError> {
     let mut moves = Moves::default();
     let mut current = sms.clone();
     for _ in 0..4 {

@@ -22,8 +22,8 @@ use dialtone_domain::sms::SmsStatus;
 use dialtone_store::sms::{self as store, Sms};
 use dialtone_store::{Conn, sms_parts};
 
-use super::progress::{Moves, RETRY_MS, apply, outbound, refuse};
-use crate::http::error::ApiError;
+use super::moves::{Moves, RETRY_MS, apply, outbound, refuse};
+use crate::error::AppError;
 use crate::state::AppState;
 
 /// How long an SMS is leased while it is submitted.
@@ -44,10 +44,6 @@ pub(crate) struct Submission {
     parts: Vec<usize>,
 }
 
-/// The submissions running on this node, so a test (or a stop) can wait for them to be
-/// settled.
-pub type InFlight = crate::tally::Tally;
-
 /// Counts one submission while it lasts.
 struct Running(AppState);
 
@@ -62,7 +58,7 @@ type Network = (String, Arc<dyn Carrier>);
 
 /// Where an SMS goes: its own network while it runs; when it is gone, the connector that
 /// routes its destination now (the SMS is moved to it); None while no connector does.
-fn route(c: &mut dyn Conn, state: &AppState, sms: &Sms) -> Result<Option<Network>, ApiError> {
+fn route(c: &mut dyn Conn, state: &AppState, sms: &Sms) -> Result<Option<Network>, AppError> {
     if let Some(carrier) = state.networks.carrier(&sms.carrier) {
         return Ok(Some((sms.carrier.clone(), carrier)));
     }
@@ -87,7 +83,7 @@ pub(crate) fn lease(
     moves: &mut Moves,
     sms: Sms,
     now: Timestamp,
-) -> Result<Option<Submission>, ApiError> {
+) -> Result<Option<Submission>, AppError> {
     let Some((network, carrier)) = route(c, state, &sms)? else {
         moves.reschedule(c, sms.id, Some(now.plus_ms(ROUTE_RETRY_MS)))?;
         return Ok(None);
@@ -122,13 +118,13 @@ pub(crate) fn spawn(state: &AppState, submission: Submission) {
         let _running = running;
         if let Err(e) = run(&state, submission, until).await {
             // Left to the lease: the SMS is due again when it ends.
-            tracing::error!(error = %e, "sms: a submission could not be recorded");
+            tracing::error!(error = %format!("{e:#}"), "sms: a submission could not be recorded");
         }
     });
 }
 
 /// Submits the missing parts at once, records each as it is taken, then settles the SMS.
-async fn run(state: &AppState, s: Submission, until: Instant) -> Result<(), ApiError> {
+async fn run(state: &AppState, s: Submission, until: Instant) -> Result<(), AppError> {
     let parts = s.parts.iter().map(|&part| {
         let (carrier, outbound) = (s.carrier.clone(), s.outbound.clone());
         let (state, network, sms_id) = (state.clone(), s.network.clone(), s.sms_id);
@@ -141,7 +137,7 @@ async fn run(state: &AppState, s: Submission, until: Instant) -> Result<(), ApiE
                     record_part(&state, sms_id, network, part, message_id).await?;
                     Ok(None)
                 }
-                Err(refused) => Ok::<_, ApiError>(Some((part, refused))),
+                Err(refused) => Ok::<_, AppError>(Some((part, refused))),
             }
         })
     });
@@ -160,7 +156,7 @@ async fn run(state: &AppState, s: Submission, until: Instant) -> Result<(), ApiE
                 }
             }
             Ok(Err(e)) => failure = Some(e),
-            Err(e) => failure = Some(ApiError::internal(e.to_string())),
+            Err(e) => failure = Some(AppError::internal(e.to_string())),
         }
     }
     if let Some(e) = failure {
@@ -177,7 +173,7 @@ async fn record_part(
     network: String,
     part: usize,
     message_id: String,
-) -> Result<(), ApiError> {
+) -> Result<(), AppError> {
     let st = state.clone();
     let now = state.clock.now();
     state
@@ -189,7 +185,7 @@ async fn record_part(
             {
                 super::receipts::apply_kept(c, &st, &network, &message_id, &row, now)?;
             }
-            Ok::<_, ApiError>(())
+            Ok::<_, AppError>(())
         })
         .await
 }
@@ -201,7 +197,7 @@ async fn settle(
     state: &AppState,
     sms_id: i64,
     refused: Option<(usize, Rejected)>,
-) -> Result<(), ApiError> {
+) -> Result<(), AppError> {
     let st = state.clone();
     let now = state.clock.now();
     state
@@ -234,7 +230,7 @@ async fn settle(
                 None => moves.reschedule(c, sms.id, Some(now.plus_ms(RETRY_MS)))?,
             }
             moves.flush(c)?;
-            Ok::<_, ApiError>(())
+            Ok::<_, AppError>(())
         })
         .await
 }

@@ -10,25 +10,25 @@ use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
 use sha2::Sha256;
 
-use crate::http::error::ApiError;
-use crate::scenarios::call::cdr;
+use crate::error::{AppError, ErrorCode};
 use crate::state::AppState;
+use crate::voice::cdr::cdr;
 
 /// The CSV header (CONTRACT section 3).
-pub const HEADER: &str = "callid,direction,from,to,number,scenario,started,answered,ended,durationTotal,durationAnswered,durationBilled,hangupCause,hangupSource,billingDebit";
+pub(crate) const HEADER: &str = "callid,direction,from,to,number,scenario,started,answered,ended,durationTotal,durationAnswered,durationBilled,hangupCause,hangupSource,billingDebit";
 /// How long a download URL works.
-pub const URL_TTL_MS: i64 = 24 * 3600 * 1000;
+pub(crate) const URL_TTL_MS: i64 = 24 * 3600 * 1000;
 /// Exports an account may start per UTC day.
-pub const PER_DAY: i64 = 5;
+pub(crate) const PER_DAY: i64 = 5;
 /// Longest range of one export.
-pub const MAX_RANGE_MS: i64 = 31 * 86_400_000;
+pub(crate) const MAX_RANGE_MS: i64 = 31 * 86_400_000;
 
 /// The name of the setting that holds the key signing download URLs.
-pub const SIGNING_KEY: &str = "download_signing_key";
+pub(crate) const SIGNING_KEY: &str = "download_signing_key";
 
 /// The key that signs download URLs: made once, kept in the database, shared by all nodes
 /// (read first: it is made only once, by whichever node needs it first).
-pub async fn secret(state: &AppState) -> anyhow::Result<String> {
+pub(crate) async fn secret(state: &AppState) -> anyhow::Result<String> {
     let kept = state
         .store
         .lookup(|c| {
@@ -47,7 +47,9 @@ pub async fn secret(state: &AppState) -> anyhow::Result<String> {
 }
 
 /// [`secret`] within a write transaction.
-pub fn secret_in(conn: &mut dyn dialtone_store::Conn) -> Result<String, dialtone_store::DbError> {
+pub(crate) fn secret_in(
+    conn: &mut dyn dialtone_store::Conn,
+) -> Result<String, dialtone_store::DbError> {
     tasks::setting(
         conn,
         SIGNING_KEY,
@@ -56,7 +58,7 @@ pub fn secret_in(conn: &mut dyn dialtone_store::Conn) -> Result<String, dialtone
 }
 
 /// The signature of a download of `taskid` until `expires` (ms).
-pub fn sign(secret: &str, taskid: &str, expires: i64) -> String {
+pub(crate) fn sign(secret: &str, taskid: &str, expires: i64) -> String {
     let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret.as_bytes())
         .unwrap_or_else(|_| unreachable!("HMAC accepts any key length"));
     mac.update(format!("{taskid}.{expires}").as_bytes());
@@ -64,7 +66,7 @@ pub fn sign(secret: &str, taskid: &str, expires: i64) -> String {
 }
 
 /// Whether `signature` is the one of `taskid` until `expires` (constant time).
-pub fn verify(secret: &str, taskid: &str, expires: i64, signature: &str) -> bool {
+pub(crate) fn verify(secret: &str, taskid: &str, expires: i64, signature: &str) -> bool {
     let Ok(given) = hex::decode(signature) else {
         return false;
     };
@@ -76,7 +78,7 @@ pub fn verify(secret: &str, taskid: &str, expires: i64, signature: &str) -> bool
 
 /// What to export.
 #[derive(Debug, Clone)]
-pub struct Request {
+pub(crate) struct Request {
     /// `inbound` or `outbound`.
     pub direction: String,
     /// From (inclusive).
@@ -108,13 +110,13 @@ fn filter(account_id: i64, r: &Value) -> SqlBuilder {
 }
 
 /// Validates and starts an export; 202 `{taskid}` for the caller.
-pub async fn start(state: &AppState, account_id: i64, r: Request) -> Result<Task, ApiError> {
+pub(crate) async fn start(state: &AppState, account_id: i64, r: Request) -> Result<Task, AppError> {
     if r.to.millis() <= r.from.millis() {
-        return Err(ApiError::invalid("to", "must be after from"));
+        return Err(AppError::invalid("to", "must be after from"));
     }
     if r.to.millis() - r.from.millis() > MAX_RANGE_MS {
-        return Err(ApiError::bad_request(
-            "export_range_too_long",
+        return Err(AppError::new(
+            ErrorCode::ExportRangeTooLong,
             "an export covers at most 31 days",
         ));
     }
@@ -132,17 +134,17 @@ pub async fn start(state: &AppState, account_id: i64, r: Request) -> Result<Task
         .write(move |c| {
             if let Some(s) = &params["scenario"].as_str() {
                 let sid = dialtone_domain::Sid::parse(s)
-                    .ok_or_else(|| ApiError::not_found("scenario"))?;
+                    .ok_or_else(|| AppError::not_found("scenario"))?;
                 dialtone_store::scenarios::get(c, account_id, &sid)?
-                    .ok_or_else(|| ApiError::not_found("scenario"))?;
+                    .ok_or_else(|| AppError::not_found("scenario"))?;
             }
             if let Some(n) = &params["number"].as_str() {
                 dialtone_store::numbers::owned::get(c, account_id, n)?
-                    .ok_or_else(|| ApiError::not_found("number"))?;
+                    .ok_or_else(|| AppError::not_found("number"))?;
             }
             if tasks::count_since(c, account_id, "calls-export", day_start)? >= PER_DAY {
-                return Err(ApiError::too_many(
-                    "export_quota_exceeded",
+                return Err(AppError::too_many(
+                    ErrorCode::ExportQuotaExceeded,
                     format!("at most {PER_DAY} exports a day"),
                     u64::try_from((day_start.millis() + 86_400_000 - now.millis()) / 1000)
                         .unwrap_or(1),
@@ -182,7 +184,7 @@ fn field(out: &mut String, v: &Value) {
 }
 
 /// One row of the CSV.
-pub fn row(call: &Call) -> String {
+pub(crate) fn row(call: &Call) -> String {
     let cdr = cdr(call);
     let mut out = String::new();
     for (i, key) in HEADER.split(',').enumerate() {
@@ -196,18 +198,18 @@ pub fn row(call: &Call) -> String {
 }
 
 /// Writes the next slice of rows; the result when the file is complete.
-pub fn slice(
+pub(crate) fn slice(
     c: &mut dyn Conn,
     state: &AppState,
     task: &Task,
     params: &Value,
     secret: &str,
     now: Timestamp,
-) -> Result<Option<Value>, ApiError> {
+) -> Result<Option<Value>, AppError> {
     let _ = state;
     let mut q = filter(task.account_id, params);
     q.push(" AND id > ").bind(task.cursor);
-    q.push(" ORDER BY id LIMIT ").bind(super::SLICE);
+    q.push(" ORDER BY id LIMIT ").bind(super::limits::SLICE);
     let ids: Vec<i64> = c
         .query(&format!("SELECT id{}", q.sql()), q.params())?
         .iter()
@@ -235,7 +237,7 @@ pub fn slice(
     let done = task.done + ids.len() as i64;
     let cursor = ids.last().copied().unwrap_or(task.cursor);
     tasks::advance(c, task.id, cursor, done, task.total.max(done), now)?;
-    if (ids.len() as i64) < super::SLICE {
+    if (ids.len() as i64) < super::limits::SLICE {
         let expires = now.millis() + URL_TTL_MS;
         let signature = sign(secret, &task.taskid, expires);
         let url = format!(

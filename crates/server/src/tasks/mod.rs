@@ -2,23 +2,22 @@
 //! claimed with a lease, advanced one slice per claim, each slice committed with its
 //! progress; every status move emits `job.status_update`; a cancel lands at the next slice.
 
-pub mod export;
+pub(crate) mod export;
+pub(crate) mod limits;
 
 use dialtone_domain::Timestamp;
 use dialtone_store::tasks::{self, Task};
 use dialtone_store::{Conn, events, recordings};
 use serde_json::{Value, json};
 
-use crate::http::error::ApiError;
+use crate::error::{AppError, ErrorCode};
 use crate::state::AppState;
 
-/// Items handled per slice.
-pub const SLICE: i64 = 1_000;
-/// How long a claimed task is left to its node.
-const LEASE_MS: i64 = 60_000;
+use limits::LEASE_MS;
+pub(crate) use limits::SLICE;
 
 /// The task object of v2.0.
-pub fn view(t: &Task) -> Value {
+pub(crate) fn view(t: &Task) -> Value {
     json!({
         "taskid": t.taskid,
         "type": t.kind,
@@ -33,7 +32,7 @@ pub fn view(t: &Task) -> Value {
 
 /// The earlier Job object, of JSON-RPC `jobs.get` and of `job.status_update`:
 /// `{hash, type, status, progress, result}`, `progress` in whole percent.
-pub fn legacy(t: &Task) -> Value {
+pub(crate) fn legacy(t: &Task) -> Value {
     let percent = if t.status == "DONE" {
         100
     } else if t.total > 0 {
@@ -51,14 +50,14 @@ pub fn legacy(t: &Task) -> Value {
 }
 
 /// Moves a task and emits `job.status_update`; false when it had already ended.
-pub fn move_to(
+pub(crate) fn move_to(
     c: &mut dyn Conn,
     task: &Task,
     status: &str,
     result: Option<&str>,
     error: Option<&str>,
     now: Timestamp,
-) -> Result<bool, ApiError> {
+) -> Result<bool, AppError> {
     if !tasks::set_status(c, task.id, status, result, error, now)? {
         return Ok(false);
     }
@@ -75,18 +74,18 @@ pub fn move_to(
 }
 
 /// Creates a task (PENDING) and wakes the workers.
-pub async fn start(
+pub(crate) async fn start(
     state: &AppState,
     account_id: i64,
     kind: &'static str,
     params: Value,
     total: i64,
-) -> Result<Task, ApiError> {
+) -> Result<Task, AppError> {
     let now = state.clock.now();
     let task = state
         .store
         .write(move |c| {
-            Ok::<_, ApiError>(tasks::create(
+            Ok::<_, AppError>(tasks::create(
                 c,
                 account_id,
                 kind,
@@ -102,21 +101,25 @@ pub async fn start(
 
 /// Cancels a task: PENDING at once, RUNNING at its next safe point; 400
 /// `task_not_cancellable` otherwise.
-pub async fn cancel(state: &AppState, account_id: i64, taskid: String) -> Result<(), ApiError> {
+pub(crate) async fn cancel(
+    state: &AppState,
+    account_id: i64,
+    taskid: String,
+) -> Result<(), AppError> {
     let now = state.clock.now();
     state
         .store
         .write(move |c| {
             let t =
-                tasks::get(c, account_id, &taskid)?.ok_or_else(|| ApiError::not_found("task"))?;
+                tasks::get(c, account_id, &taskid)?.ok_or_else(|| AppError::not_found("task"))?;
             match t.status.as_str() {
                 "PENDING" => {
                     move_to(c, &t, "CANCELED", None, None, now)?;
                 }
                 "RUNNING" => tasks::request_cancel(c, t.id)?,
                 other => {
-                    return Err(ApiError::bad_request(
-                        "task_not_cancellable",
+                    return Err(AppError::new(
+                        ErrorCode::TaskNotCancellable,
                         format!(
                             "the task is {other}: only PENDING or RUNNING tasks can be cancelled"
                         ),
@@ -129,7 +132,7 @@ pub async fn cancel(state: &AppState, account_id: i64, taskid: String) -> Result
 }
 
 /// Advances every claimable task by one slice; returns how many advanced.
-pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
+pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
     let now = state.clock.now();
     let claimed = state
         .store
@@ -152,7 +155,7 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
 }
 
 /// One slice of a task, in one transaction: the safe point of cancels and crashes.
-fn slice(c: &mut dyn Conn, state: &AppState, task: &Task, secret: &str) -> Result<(), ApiError> {
+fn slice(c: &mut dyn Conn, state: &AppState, task: &Task, secret: &str) -> Result<(), AppError> {
     let now = state.clock.now();
     let Some(task) = tasks::lock(c, task.id)? else {
         return Ok(());
@@ -196,7 +199,7 @@ fn bulk_slice(
     task: &Task,
     params: &Value,
     now: Timestamp,
-) -> Result<Option<Value>, ApiError> {
+) -> Result<Option<Value>, AppError> {
     let sids: Option<Vec<String>> = params.get("sids").and_then(Value::as_array).map(|a| {
         a.iter()
             .filter_map(|v| v.as_str().map(str::to_owned))

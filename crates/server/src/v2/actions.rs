@@ -3,10 +3,10 @@
 //! grammar as JSON Schema (`GET /actions/schema.json`).
 
 use axum::Json;
-use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use dialtone_domain::Sid;
+use dialtone_domain::run::{RunKind, RunStatus};
 use dialtone_store::numbers::owned;
 use dialtone_store::runs::{self, Run};
 use dialtone_store::scenarios::{self, Scenario};
@@ -16,16 +16,17 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::common::{NameCreatedUpdated, SortOrder, paging, path_sid};
 use super::numbers::path_number;
+use crate::error::{AppError, AppResult};
 use crate::http::auth::Caller;
-use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::{Checks, json_body, query};
+use crate::http::extract::{Checks, JsonBody, QueryString, optional_json_body};
 use crate::http::search::{SearchResult, page};
-use crate::scenarios::driver::{Trigger, drive};
+use crate::scenarios::driver::drive;
+use crate::scenarios::stored::Trigger;
 use crate::state::AppState;
 
 /// A number attached to a scenario.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct AttachedNumberView {
+pub(crate) struct AttachedNumberView {
     /// E.164.
     pub e164: String,
     /// Class.
@@ -41,7 +42,7 @@ pub struct AttachedNumberView {
 
 /// An Actions scenario.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct ScenarioView {
+pub(crate) struct ScenarioView {
     /// Identifier.
     pub sid: String,
     /// Name.
@@ -90,7 +91,7 @@ fn example_script() -> &'static str {
 /// Create body of a scenario.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ScenarioCreate {
+pub(crate) struct ScenarioCreate {
     /// Name, 1 to 64 characters.
     #[schema(min_length = 1, max_length = 64)]
     pub name: String,
@@ -106,7 +107,7 @@ pub struct ScenarioCreate {
 /// Update body of a scenario.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ScenarioPatch {
+pub(crate) struct ScenarioPatch {
     /// Name, 1 to 64 characters.
     #[schema(min_length = 1, max_length = 64)]
     pub name: Option<String>,
@@ -118,7 +119,7 @@ pub struct ScenarioPatch {
 /// Search filters of scenarios.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct ScenarioQuery {
+pub(crate) struct ScenarioQuery {
     /// Part of the name (at most 64 characters).
     #[param(max_length = 64)]
     name: Option<String>,
@@ -143,7 +144,7 @@ enum Sort {
     Updated,
 }
 
-async fn with_numbers(state: &AppState, s: Scenario) -> ApiResult<ScenarioView> {
+async fn with_numbers(state: &AppState, s: Scenario) -> AppResult<ScenarioView> {
     let id = s.id;
     let numbers = state.store.read(move |c| scenarios::numbers(c, id)).await?;
     Ok(view(s, numbers))
@@ -152,12 +153,11 @@ async fn with_numbers(state: &AppState, s: Scenario) -> ApiResult<ScenarioView> 
 /// Search scenarios.
 #[utoipa::path(get, path = "/actions", tag = "Actions", params(ScenarioQuery),
     responses((status = 200, description = "a page of scenarios", body = SearchResult<ScenarioView>)))]
-pub async fn search(
+pub(crate) async fn search(
     State(state): State<AppState>,
     caller: Caller,
-    RawQuery(raw): RawQuery,
-) -> ApiResult<Json<SearchResult<ScenarioView>>> {
-    let q: ScenarioQuery = query(raw.as_deref())?;
+    QueryString(q): QueryString<ScenarioQuery>,
+) -> AppResult<Json<SearchResult<ScenarioView>>> {
     let mut checks = Checks::default();
     let name = checks
         .text("name", q.name.as_deref(), 0, 64)
@@ -196,7 +196,7 @@ pub async fn search(
                 let numbers = scenarios::numbers(c, s.id)?;
                 out.push(view(s, numbers));
             }
-            Ok::<_, ApiError>((total, out))
+            Ok::<_, AppError>((total, out))
         })
         .await?;
     Ok(Json(SearchResult::new(&page, total, hits)))
@@ -205,12 +205,11 @@ pub async fn search(
 /// Create a scenario (the script is parsed and validated).
 #[utoipa::path(post, path = "/actions", tag = "Actions", request_body = ScenarioCreate,
     responses((status = 201, description = "created", body = ScenarioView)))]
-pub async fn create(
+pub(crate) async fn create(
     State(state): State<AppState>,
     caller: Caller,
-    body: Bytes,
-) -> ApiResult<(StatusCode, Json<ScenarioView>)> {
-    let b: ScenarioCreate = json_body(&body)?;
+    JsonBody(b): JsonBody<ScenarioCreate>,
+) -> AppResult<(StatusCode, Json<ScenarioView>)> {
     let mut checks = Checks::default();
     checks.text("name", Some(&b.name), 1, 64);
     if let Some(f) = &b.format
@@ -219,36 +218,36 @@ pub async fn create(
         checks.fail("format", "only yaml is supported");
     }
     checks.finish()?;
-    crate::scenarios::validate(&state, caller.account.id, &b.script).await?;
+    crate::scenarios::validate::validate(&state, caller.account.id, &b.script).await?;
     let (account, now) = (caller.account.id, state.clock.now());
     let config = state.config.clone();
     let s = state
         .store
         .write(move |c| {
             crate::quotas::check(c, &config, crate::quotas::Quota::Scenarios, account)?;
-            Ok::<_, ApiError>(scenarios::create(c, account, &b.name, &b.script, now)?)
+            Ok::<_, AppError>(scenarios::create(c, account, &b.name, &b.script, now)?)
         })
         .await?;
     Ok((StatusCode::CREATED, Json(view(s, Vec::new()))))
 }
 
-async fn find(state: &AppState, account: i64, sid: &str) -> ApiResult<Scenario> {
+async fn find(state: &AppState, account: i64, sid: &str) -> AppResult<Scenario> {
     let sid = path_sid(sid, "scenario")?;
     state
         .store
         .read(move |c| scenarios::get(c, account, &sid))
         .await?
-        .ok_or_else(|| ApiError::not_found("scenario"))
+        .ok_or_else(|| AppError::not_found("scenario"))
 }
 
 /// Get a scenario.
 #[utoipa::path(get, path = "/actions/{sid}", tag = "Actions", params(("sid" = String, Path, description = "scenario sid")),
     responses((status = 200, description = "the scenario", body = ScenarioView)))]
-pub async fn get(
+pub(crate) async fn get(
     State(state): State<AppState>,
     caller: Caller,
     Path(sid): Path<String>,
-) -> ApiResult<Json<ScenarioView>> {
+) -> AppResult<Json<ScenarioView>> {
     let s = find(&state, caller.account.id, &sid).await?;
     Ok(Json(with_numbers(&state, s).await?))
 }
@@ -256,21 +255,20 @@ pub async fn get(
 /// Change a scenario's name or script (runs already started keep their script).
 #[utoipa::path(patch, path = "/actions/{sid}", tag = "Actions", params(("sid" = String, Path, description = "scenario sid")),
     request_body = ScenarioPatch, responses((status = 200, description = "the scenario", body = ScenarioView)))]
-pub async fn update(
+pub(crate) async fn update(
     State(state): State<AppState>,
     caller: Caller,
     Path(sid): Path<String>,
-    body: Bytes,
-) -> ApiResult<Json<ScenarioView>> {
+    JsonBody(b): JsonBody<ScenarioPatch>,
+) -> AppResult<Json<ScenarioView>> {
     let sid = path_sid(&sid, "scenario")?;
-    let b: ScenarioPatch = json_body(&body)?;
     let mut checks = Checks::default();
     if let Some(name) = &b.name {
         checks.text("name", Some(name), 1, 64);
     }
     checks.finish()?;
     if let Some(script) = &b.script {
-        crate::scenarios::validate(&state, caller.account.id, script).await?;
+        crate::scenarios::validate::validate(&state, caller.account.id, script).await?;
     }
     let (account, now) = (caller.account.id, state.clock.now());
     let s = state
@@ -286,18 +284,18 @@ pub async fn update(
             )
         })
         .await?
-        .ok_or_else(|| ApiError::not_found("scenario"))?;
+        .ok_or_else(|| AppError::not_found("scenario"))?;
     Ok(Json(with_numbers(&state, s).await?))
 }
 
 /// Delete a scenario; its numbers are detached.
 #[utoipa::path(delete, path = "/actions/{sid}", tag = "Actions", params(("sid" = String, Path, description = "scenario sid")),
     responses((status = 204, description = "deleted")))]
-pub async fn delete(
+pub(crate) async fn delete(
     State(state): State<AppState>,
     caller: Caller,
     Path(sid): Path<String>,
-) -> ApiResult<StatusCode> {
+) -> AppResult<StatusCode> {
     let sid = path_sid(&sid, "scenario")?;
     let account = caller.account.id;
     if state
@@ -307,7 +305,7 @@ pub async fn delete(
     {
         Ok(StatusCode::NO_CONTENT)
     } else {
-        Err(ApiError::not_found("scenario"))
+        Err(AppError::not_found("scenario"))
     }
 }
 
@@ -315,11 +313,11 @@ pub async fn delete(
 #[utoipa::path(put, path = "/actions/{sid}/numbers/{number}", tag = "Actions",
     params(("sid" = String, Path, description = "scenario sid"), ("number" = String, Path, description = "E.164 number")),
     responses((status = 204, description = "attached")))]
-pub async fn attach_number(
+pub(crate) async fn attach_number(
     State(state): State<AppState>,
     caller: Caller,
     Path((sid, number)): Path<(String, String)>,
-) -> ApiResult<StatusCode> {
+) -> AppResult<StatusCode> {
     let sid = path_sid(&sid, "scenario")?;
     let e164 = path_number(&number)?;
     crate::numbers::attach(&state, caller.account.id, e164, Some(Some(sid)), None).await?;
@@ -330,11 +328,11 @@ pub async fn attach_number(
 #[utoipa::path(delete, path = "/actions/{sid}/numbers/{number}", tag = "Actions",
     params(("sid" = String, Path, description = "scenario sid"), ("number" = String, Path, description = "E.164 number")),
     responses((status = 204, description = "detached")))]
-pub async fn detach_number(
+pub(crate) async fn detach_number(
     State(state): State<AppState>,
     caller: Caller,
     Path((sid, number)): Path<(String, String)>,
-) -> ApiResult<StatusCode> {
+) -> AppResult<StatusCode> {
     let s = find(&state, caller.account.id, &sid).await?;
     let e164 = path_number(&number)?;
     let account = caller.account.id;
@@ -343,7 +341,7 @@ pub async fn detach_number(
         .write(move |c| {
             let attached = scenarios::numbers(c, s.id)?.iter().any(|n| n.e164 == e164);
             if !attached {
-                return Err(ApiError::not_found("number attached to this scenario"));
+                return Err(AppError::not_found("number attached to this scenario"));
             }
             owned::set_scenario(c, account, &e164, None)?;
             Ok(())
@@ -355,7 +353,7 @@ pub async fn detach_number(
 /// Start input of a run.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RunStart {
+pub(crate) struct RunStart {
     /// Variables (`$name` keys) that override the script's `variables`.
     #[schema(schema_with = variables_schema)]
     pub variables: Option<serde_json::Map<String, Value>>,
@@ -380,7 +378,7 @@ fn variables_schema() -> utoipa::openapi::Object {
 /// The answer to a run start.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct RunStarted {
+pub(crate) struct RunStarted {
     /// Run id.
     pub run_id: String,
     /// Scenario sid.
@@ -394,16 +392,18 @@ pub struct RunStarted {
 /// A run's status.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct RunView {
+pub(crate) struct RunView {
     /// Run id.
     pub run_id: String,
     /// Scenario sid.
     pub scenario: String,
     /// `inbound-call`, `inbound-sms` or `api`.
     #[serde(rename = "type")]
-    pub kind: String,
+    #[schema(value_type = String)]
+    pub kind: RunKind,
     /// `running`, `completed`, `failed` or `stopped`.
-    pub status: String,
+    #[schema(value_type = String)]
+    pub status: RunStatus,
     /// Variables with their values.
     #[schema(value_type = Object)]
     pub variables: Value,
@@ -419,12 +419,12 @@ pub struct RunView {
 }
 
 /// Renders a stored run.
-pub fn run_view(r: &Run) -> RunView {
+pub(crate) fn run_view(r: &Run) -> RunView {
     RunView {
         run_id: r.sid.to_string(),
         scenario: r.scenario_sid.clone(),
-        kind: r.kind.clone(),
-        status: r.status.clone(),
+        kind: r.kind,
+        status: r.status,
         variables: serde_json::from_str(&r.variables)
             .unwrap_or_else(|_| Value::Object(Default::default())),
         log: serde_json::from_str(&r.log).unwrap_or_else(|_| Value::Array(Vec::new())),
@@ -435,15 +435,15 @@ pub fn run_view(r: &Run) -> RunView {
 }
 
 /// Starts the `api-initiated` branch of a scenario; the run goes on in the background.
-pub async fn start_run(
+pub(crate) async fn start_run(
     state: &AppState,
     account: i64,
     s: Scenario,
     variables: serde_json::Map<String, Value>,
-) -> ApiResult<RunStarted> {
-    let parsed = state.parsed.get(&s.script).map_err(ApiError::internal)?;
+) -> AppResult<RunStarted> {
+    let parsed = state.parsed.get(&s.script).map_err(AppError::internal)?;
     if !parsed.has_branch("api-initiated") {
-        return Err(ApiError::invalid(
+        return Err(AppError::invalid(
             "scenario",
             "the scenario has no api-initiated branch",
         ));
@@ -453,16 +453,18 @@ pub async fn start_run(
     let run = state
         .store
         .write_repeatable(move |c| {
-            crate::scenarios::call::new_run(
+            crate::scenarios::runs::create(
                 c,
-                max_running,
-                account,
-                &s,
-                "api",
-                None,
-                None,
-                variables.clone(),
-                now.plus_ms(30_000),
+                crate::scenarios::runs::RunStart {
+                    max_running,
+                    account_id: account,
+                    scenario: &s,
+                    kind: RunKind::Api,
+                    call: None,
+                    sms: None,
+                    input: variables.clone(),
+                    lease: now.plus_ms(30_000),
+                },
                 now,
             )
         })
@@ -475,8 +477,8 @@ pub async fn start_run(
     };
     let st = state.clone();
     tokio::spawn(async move {
-        if let Err(e) = drive(st, run.id, vec![Trigger::Start]).await {
-            tracing::warn!(run = %run.sid, error = %e, "a run could not advance");
+        if let Err(e) = drive(st, run.id, vec![Trigger::Due]).await {
+            tracing::warn!(run = %run.sid, error = %format!("{e:#}"), "a run could not advance");
         }
     });
     Ok(started)
@@ -485,19 +487,16 @@ pub async fn start_run(
 /// Run the scenario's `api-initiated` branch.
 #[utoipa::path(post, path = "/actions/{sid}/runs", tag = "Actions", params(("sid" = String, Path, description = "scenario sid")),
     request_body(content = RunStart, description = "optional: an empty body starts the run with the script's variables"), responses((status = 202, description = "started", body = RunStarted)))]
-pub async fn run(
+pub(crate) async fn run(
     State(state): State<AppState>,
     caller: Caller,
     Path(sid): Path<String>,
-    body: Bytes,
-) -> ApiResult<(StatusCode, Json<RunStarted>)> {
+    body: axum::body::Bytes,
+) -> AppResult<(StatusCode, Json<RunStarted>)> {
+    // Another account's scenario is not found before its body is read.
     let s = find(&state, caller.account.id, &sid).await?;
     caller.ensure_may_spend()?;
-    let input: RunStart = if body.iter().all(u8::is_ascii_whitespace) {
-        RunStart { variables: None }
-    } else {
-        json_body(&body)?
-    };
+    let input: RunStart = optional_json_body(&body)?;
     let mut checks = Checks::default();
     let variables = input.variables.unwrap_or_default();
     for name in variables.keys() {
@@ -510,27 +509,27 @@ pub async fn run(
     Ok((StatusCode::ACCEPTED, Json(started)))
 }
 
-async fn find_run(state: &AppState, account: i64, sid: &str, run: &str) -> ApiResult<Run> {
+async fn find_run(state: &AppState, account: i64, sid: &str, run: &str) -> AppResult<Run> {
     let scenario = path_sid(sid, "scenario")?;
     let run_sid = Sid::parse(run)
         .filter(|s| s.as_str() == run)
-        .ok_or_else(|| ApiError::not_found("run"))?;
+        .ok_or_else(|| AppError::not_found("run"))?;
     state
         .store
         .read(move |c| runs::get(c, account, scenario.as_str(), &run_sid))
         .await?
-        .ok_or_else(|| ApiError::not_found("run"))
+        .ok_or_else(|| AppError::not_found("run"))
 }
 
 /// A run's status, variables and log.
 #[utoipa::path(get, path = "/actions/{sid}/runs/{runid}", tag = "Actions",
     params(("sid" = String, Path, description = "scenario sid"), ("runid" = String, Path, description = "run id")),
     responses((status = 200, description = "the run", body = RunView)))]
-pub async fn get_run(
+pub(crate) async fn get_run(
     State(state): State<AppState>,
     caller: Caller,
     Path((sid, runid)): Path<(String, String)>,
-) -> ApiResult<Json<RunView>> {
+) -> AppResult<Json<RunView>> {
     let r = find_run(&state, caller.account.id, &sid, &runid).await?;
     Ok(Json(run_view(&r)))
 }
@@ -539,29 +538,25 @@ pub async fn get_run(
 #[utoipa::path(delete, path = "/actions/{sid}/runs/{runid}", tag = "Actions",
     params(("sid" = String, Path, description = "scenario sid"), ("runid" = String, Path, description = "run id")),
     responses((status = 204, description = "stopped")))]
-pub async fn stop_run(
+pub(crate) async fn stop_run(
     State(state): State<AppState>,
     caller: Caller,
     Path((sid, runid)): Path<(String, String)>,
-) -> ApiResult<StatusCode> {
+) -> AppResult<StatusCode> {
     let mut r = find_run(&state, caller.account.id, &sid, &runid).await?;
     // A run that is being started or advanced meanwhile changes version: read it again.
     for _ in 0..100 {
-        if r.status != "running" {
+        if r.status.is_final() {
             break;
         }
-        let started = r
-            .state
-            .as_deref()
-            .is_some_and(|s| s.starts_with("{\"running\""));
-        if started {
+        if crate::scenarios::stored::has_started(r.state.as_deref()) {
             drive(
                 state.clone(),
                 r.id,
                 vec![Trigger::Event(dialtone_actions::Event::Stop)],
             )
             .await
-            .map_err(ApiError::internal)?;
+            .map_err(AppError::internal)?;
         } else {
             let (id, version, now) = (r.id, r.version, state.clock.now());
             state
@@ -572,7 +567,7 @@ pub async fn stop_run(
                         id,
                         version,
                         &runs::Progress {
-                            status: "stopped",
+                            status: RunStatus::Stopped,
                             state: None,
                             variables: "{}",
                             log: "[]",
@@ -590,7 +585,7 @@ pub async fn stop_run(
             .store
             .read(move |c| runs::by_id(c, id))
             .await?
-            .ok_or_else(|| ApiError::not_found("run"))?;
+            .ok_or_else(|| AppError::not_found("run"))?;
     }
     Ok(StatusCode::NO_CONTENT)
 }
@@ -598,6 +593,6 @@ pub async fn stop_run(
 /// The Actions grammar as JSON Schema.
 #[utoipa::path(get, path = "/actions/schema.json", tag = "Actions",
     responses((status = 200, description = "JSON Schema of scenario scripts", body = Object)))]
-pub async fn schema(_caller: Caller) -> Json<Value> {
+pub(crate) async fn schema(_caller: Caller) -> Json<Value> {
     Json(dialtone_actions::schema())
 }

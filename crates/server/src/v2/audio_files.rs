@@ -17,17 +17,17 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::common::{NameCreatedUpdated, SortOrder, paging, path_sid};
+use super::common::{NameCreatedUpdated, SortOrder, by_sid, path_sid, search_page};
+use crate::error::{AppError, AppResult, ErrorCode};
 use crate::http::auth::Caller;
-use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::{Checks, json_body, query};
+use crate::http::extract::{Checks, QueryString, json_body, query};
 use crate::http::search::{SearchResult, page};
 use crate::media::multipart::{self, FilePart};
 use crate::media::{self, emit_status, phone_recording};
 use crate::state::AppState;
 
 /// The audio file routes, with the general body limit lifted (they enforce their own).
-pub fn router() -> OpenApiRouter<AppState> {
+pub(crate) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(search, create))
         .routes(routes!(get, update, delete))
@@ -39,7 +39,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// An audio file.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct AudioFileView {
+pub(crate) struct AudioFileView {
     /// Identifier.
     #[schema(example = "abcdef12")]
     pub sid: String,
@@ -47,8 +47,12 @@ pub struct AudioFileView {
     pub name: String,
     /// `pending-content`, `pending-conversion`, `processing`, `ready` or `error`.
     pub status: String,
-    /// Where the content came from: `upload` or `phone` (null before any content).
+    /// Where the content came from: `upload`, `phone` or `tts` (null before any content).
     pub source: Option<String>,
+    /// The voice of a text-to-speech file (`PUT /audio-files/{sid}/tts`).
+    pub voice: Option<String>,
+    /// The text of a text-to-speech file.
+    pub text: Option<String>,
     /// Content type of the upload (null before any content).
     pub content_type: Option<String>,
     /// Duration of the converted audio in milliseconds (once ready).
@@ -71,6 +75,8 @@ impl From<AudioFile> for AudioFileView {
             name: f.name,
             status: f.status,
             source: f.source,
+            voice: f.voice,
+            text: f.text,
             content_type: f.content_type,
             duration: f.duration_ms,
             size: f.size,
@@ -84,7 +90,7 @@ impl From<AudioFile> for AudioFileView {
 /// JSON create body (no content) and PATCH body.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct AudioFileName {
+pub(crate) struct AudioFileName {
     /// Name, 1 to 64 characters.
     #[schema(min_length = 1, max_length = 64)]
     pub name: String,
@@ -93,7 +99,7 @@ pub struct AudioFileName {
 /// Multipart create body.
 #[derive(Debug, ToSchema)]
 #[allow(dead_code)]
-pub struct AudioFileUpload {
+pub(crate) struct AudioFileUpload {
     /// Name, 1 to 64 characters.
     #[schema(min_length = 1, max_length = 64)]
     name: String,
@@ -105,7 +111,7 @@ pub struct AudioFileUpload {
 /// Multipart content body.
 #[derive(Debug, ToSchema)]
 #[allow(dead_code)]
-pub struct AudioFileContent {
+pub(crate) struct AudioFileContent {
     /// The audio (audio/flac, audio/mpeg, audio/mp4, audio/ogg or audio/wav).
     #[schema(value_type = String, format = Binary, min_length = 1)]
     file: Vec<u8>,
@@ -114,7 +120,7 @@ pub struct AudioFileContent {
 /// Where and what to dial to record the file by phone.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct PhoneIdView {
+pub(crate) struct PhoneIdView {
     /// The number to call (E.164).
     #[schema(example = "+447700900999")]
     pub phone_number: String,
@@ -128,7 +134,7 @@ pub struct PhoneIdView {
 /// Search filters of audio files.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct AudioFileQuery {
+pub(crate) struct AudioFileQuery {
     /// Part of the name (1 to 64 characters).
     #[param(min_length = 1, max_length = 64)]
     name: Option<String>,
@@ -153,7 +159,7 @@ pub struct AudioFileQuery {
 /// Query of `PUT /audio-files/{sid}/phone-id`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct PhoneIdQuery {
+pub(crate) struct PhoneIdQuery {
     /// Country (ISO 3166 alpha-2) of the number to call; the closest country with a number
     /// is used when it has none.
     #[param(required = true, pattern = "^ *[A-Za-z]{2} *$", example = "GB")]
@@ -162,7 +168,7 @@ pub struct PhoneIdQuery {
 
 /// Endpoints without query parameters still refuse unknown ones by name.
 #[derive(Debug, Deserialize)]
-struct NoParams {}
+pub(crate) struct NoParams {}
 
 #[derive(Clone, Copy)]
 enum Sort {
@@ -178,7 +184,7 @@ fn valid_name(checks: &mut Checks, name: Option<&str>) -> Option<String> {
 
 /// The declared type of an uploaded file part: its `Content-Type` when it names a supported
 /// type; when it has none (or `application/octet-stream`), what the content looks like.
-fn declared_type(part: &FilePart) -> ApiResult<DeclaredType> {
+fn declared_type(part: &FilePart) -> AppResult<DeclaredType> {
     match part.content_type.as_deref().map(str::trim) {
         None | Some("") | Some("application/octet-stream") => {
             dialtone_media::sniff(&part.bytes).ok_or_else(|| media::unsupported("unknown"))
@@ -189,9 +195,9 @@ fn declared_type(part: &FilePart) -> ApiResult<DeclaredType> {
     }
 }
 
-fn checked_file(part: FilePart) -> ApiResult<(DeclaredType, Vec<u8>)> {
+fn checked_file(part: FilePart) -> AppResult<(DeclaredType, Vec<u8>)> {
     if part.bytes.is_empty() {
-        return Err(ApiError::invalid("file", "must not be empty"));
+        return Err(AppError::invalid("file", "must not be empty"));
     }
     Ok((declared_type(&part)?, part.bytes))
 }
@@ -199,12 +205,11 @@ fn checked_file(part: FilePart) -> ApiResult<(DeclaredType, Vec<u8>)> {
 /// Search audio files.
 #[utoipa::path(get, path = "/audio-files", tag = "Audio files", params(AudioFileQuery),
     responses((status = 200, description = "a page of audio files", body = SearchResult<AudioFileView>)))]
-pub async fn search(
+pub(crate) async fn search(
     State(state): State<AppState>,
     caller: Caller,
-    RawQuery(raw): RawQuery,
-) -> ApiResult<Json<SearchResult<AudioFileView>>> {
-    let q: AudioFileQuery = query(raw.as_deref())?;
+    QueryString(q): QueryString<AudioFileQuery>,
+) -> AppResult<Json<SearchResult<AudioFileView>>> {
     let mut checks = Checks::default();
     let name = checks
         .text("name", q.name.as_deref(), 1, 64)
@@ -231,26 +236,21 @@ pub async fn search(
         q.limit.as_deref(),
     );
     checks.finish()?;
-    let paging = paging(&page, |s| match s {
-        Sort::Name => "name",
-        Sort::Created => "created",
-        Sort::Updated => "updated",
-    });
     let filter = Filter {
         name,
         status,
         source,
     };
+    let column = |s| match s {
+        Sort::Name => "name",
+        Sort::Created => "created",
+        Sort::Updated => "updated",
+    };
     let account = caller.account.id;
-    let (total, hits) = state
-        .store
-        .read(move |c| audio_files::search(c, account, &filter, &paging))
-        .await?;
-    Ok(Json(SearchResult::new(
-        &page,
-        total,
-        hits.into_iter().map(Into::into).collect(),
-    )))
+    search_page(&state, &page, column, move |c, paging| {
+        audio_files::search(c, account, &filter, paging)
+    })
+    .await
 }
 
 /// Create an audio file: JSON `{name}` (201, `pending-content`), or multipart with `name`
@@ -265,13 +265,12 @@ pub async fn search(
         (status = 201, description = "created without content", body = AudioFileView),
         (status = 202, description = "created; the content is being converted", body = AudioFileView),
     ))]
-pub async fn create(
+pub(crate) async fn create(
     State(state): State<AppState>,
     caller: Caller,
-    RawQuery(raw): RawQuery,
+    QueryString(_params): QueryString<NoParams>,
     req: Request,
-) -> ApiResult<(StatusCode, Json<AudioFileView>)> {
-    let _: NoParams = query(raw.as_deref())?;
+) -> AppResult<(StatusCode, Json<AudioFileView>)> {
     let (name, content) = if multipart::is_multipart(&req) {
         let upload = multipart::read(&state, req, &["name", "file"]).await?;
         let mut checks = Checks::default();
@@ -283,7 +282,7 @@ pub async fn create(
         let max = state.config.max_body_bytes;
         let bytes = axum::body::to_bytes(req.into_body(), max)
             .await
-            .map_err(|_| ApiError::invalid("body", "the request body is too large"))?;
+            .map_err(|_| AppError::invalid("body", "the request body is too large"))?;
         let body: AudioFileName = json_body(&bytes)?;
         let mut checks = Checks::default();
         let name = valid_name(&mut checks, Some(&body.name));
@@ -311,7 +310,7 @@ pub async fn create(
                 )?;
                 emit_status(c, &config.public_url(), &file, now)?;
             }
-            Ok::<_, ApiError>(file)
+            Ok::<_, AppError>(file)
         })
         .await?;
     if has_content {
@@ -325,36 +324,36 @@ pub async fn create(
 /// Get an audio file.
 #[utoipa::path(get, path = "/audio-files/{sid}", tag = "Audio files", params(("sid" = String, Path, description = "audio file sid")),
     responses((status = 200, description = "the audio file", body = AudioFileView)))]
-pub async fn get(
+pub(crate) async fn get(
     State(state): State<AppState>,
     caller: Caller,
     Path(sid): Path<String>,
-) -> ApiResult<Json<AudioFileView>> {
-    let sid = path_sid(&sid, "audio file")?;
-    let account = caller.account.id;
-    let file = state
-        .store
-        .read(move |c| audio_files::get(c, account, &sid))
-        .await?
-        .ok_or_else(|| ApiError::not_found("audio file"))?;
+) -> AppResult<Json<AudioFileView>> {
+    let file = by_sid(
+        &state,
+        caller.account.id,
+        &sid,
+        "audio file",
+        audio_files::get,
+    )
+    .await?;
     Ok(Json(file.into()))
 }
 
 /// Rename an audio file (only the name is updatable).
 #[utoipa::path(patch, path = "/audio-files/{sid}", tag = "Audio files", params(("sid" = String, Path, description = "audio file sid")),
     request_body = AudioFileName, responses((status = 200, description = "the audio file", body = AudioFileView)))]
-pub async fn update(
+pub(crate) async fn update(
     State(state): State<AppState>,
     caller: Caller,
     Path(sid): Path<String>,
-    RawQuery(raw): RawQuery,
+    QueryString(_params): QueryString<NoParams>,
     req: Request,
-) -> ApiResult<Json<AudioFileView>> {
+) -> AppResult<Json<AudioFileView>> {
     let sid = path_sid(&sid, "audio file")?;
-    let _: NoParams = query(raw.as_deref())?;
     let bytes = axum::body::to_bytes(req.into_body(), state.config.max_body_bytes)
         .await
-        .map_err(|_| ApiError::invalid("body", "the request body is too large"))?;
+        .map_err(|_| AppError::invalid("body", "the request body is too large"))?;
     let body: AudioFileName = json_body(&bytes)?;
     let mut checks = Checks::default();
     let name = valid_name(&mut checks, Some(&body.name)).unwrap_or_default();
@@ -364,18 +363,18 @@ pub async fn update(
         .store
         .write(move |c| audio_files::rename(c, account, &sid, &name, now))
         .await?
-        .ok_or_else(|| ApiError::not_found("audio file"))?;
+        .ok_or_else(|| AppError::not_found("audio file"))?;
     Ok(Json(file.into()))
 }
 
 /// Delete an audio file with its content.
 #[utoipa::path(delete, path = "/audio-files/{sid}", tag = "Audio files", params(("sid" = String, Path, description = "audio file sid")),
     responses((status = 204, description = "deleted")))]
-pub async fn delete(
+pub(crate) async fn delete(
     State(state): State<AppState>,
     caller: Caller,
     Path(sid): Path<String>,
-) -> ApiResult<StatusCode> {
+) -> AppResult<StatusCode> {
     let sid = path_sid(&sid, "audio file")?;
     let account = caller.account.id;
     if state
@@ -385,29 +384,28 @@ pub async fn delete(
     {
         Ok(StatusCode::NO_CONTENT)
     } else {
-        Err(ApiError::not_found("audio file"))
+        Err(AppError::not_found("audio file"))
     }
 }
 
 /// The converted audio: WAV, 8 kHz, mono, 16-bit PCM (404 until the file is `ready`).
 #[utoipa::path(get, path = "/audio-files/{sid}/file", tag = "Audio files", params(("sid" = String, Path, description = "audio file sid")),
     responses((status = 200, description = "the converted audio", content_type = "audio/wav", body = Vec<u8>)))]
-pub async fn file(
+pub(crate) async fn file(
     State(state): State<AppState>,
     caller: Caller,
     Path(sid): Path<String>,
-) -> ApiResult<Response> {
+) -> AppResult<Response> {
     let sid = path_sid(&sid, "audio file")?;
     let account = caller.account.id;
     let wav = state
         .store
         .read(move |c| audio_files::converted(c, account, &sid))
         .await?
-        .ok_or_else(|| ApiError::not_found("audio file"))?
+        .ok_or_else(|| AppError::not_found("audio file"))?
         .ok_or_else(|| {
-            ApiError::new(
-                StatusCode::NOT_FOUND,
-                "not_found",
+            AppError::new(
+                ErrorCode::NotFound,
                 "the audio file has no converted audio: it is not ready",
             )
         })?;
@@ -435,12 +433,12 @@ struct Signed {
         (status = 200, description = "the converted audio", content_type = "audio/wav", body = Vec<u8>),
         (status = 404, description = "wrong signature, expired link, or no such ready file"),
     ))]
-pub async fn download(
+pub(crate) async fn download(
     State(state): State<AppState>,
     Path(sid): Path<String>,
     RawQuery(raw): RawQuery,
 ) -> Response {
-    let not_found = || ApiError::not_found("download").into_response();
+    let not_found = || AppError::not_found("download").into_response();
     let (Some(sid), Ok(signed)) = (
         dialtone_domain::Sid::parse(&sid),
         query::<Signed>(raw.as_deref()),
@@ -477,17 +475,16 @@ pub async fn download(
 #[utoipa::path(put, path = "/audio-files/{sid}/file", tag = "Audio files", params(("sid" = String, Path, description = "audio file sid")),
     request_body(content = AudioFileContent, content_type = "multipart/form-data"),
     responses((status = 202, description = "the content is being converted", body = AudioFileView)))]
-pub async fn upload(
+pub(crate) async fn upload(
     State(state): State<AppState>,
     caller: Caller,
     Path(sid): Path<String>,
-    RawQuery(raw): RawQuery,
+    QueryString(_params): QueryString<NoParams>,
     req: Request,
-) -> ApiResult<(StatusCode, Json<AudioFileView>)> {
+) -> AppResult<(StatusCode, Json<AudioFileView>)> {
     let sid = path_sid(&sid, "audio file")?;
-    let _: NoParams = query(raw.as_deref())?;
     if !multipart::is_multipart(&req) {
-        return Err(ApiError::invalid(
+        return Err(AppError::invalid(
             "body",
             "must be multipart/form-data with a file part",
         ));
@@ -501,12 +498,12 @@ pub async fn upload(
         .await?
         .is_none()
     {
-        return Err(ApiError::not_found("audio file"));
+        return Err(AppError::not_found("audio file"));
     }
     let upload = multipart::read(&state, req, &["file"]).await?;
     let part = upload
         .file
-        .ok_or_else(|| ApiError::invalid("file", "is required"))?;
+        .ok_or_else(|| AppError::invalid("file", "is required"))?;
     let (declared, bytes) = checked_file(part)?;
     let file = media::replace_content(
         &state,
@@ -517,7 +514,7 @@ pub async fn upload(
         bytes,
     )
     .await?
-    .ok_or_else(|| ApiError::not_found("audio file"))?;
+    .ok_or_else(|| AppError::not_found("audio file"))?;
     Ok((StatusCode::ACCEPTED, Json(file.into())))
 }
 
@@ -525,12 +522,12 @@ pub async fn upload(
 #[utoipa::path(put, path = "/audio-files/{sid}/phone-id", tag = "Audio files",
     params(("sid" = String, Path, description = "audio file sid"), PhoneIdQuery),
     responses((status = 201, description = "what to dial and enter", body = PhoneIdView)))]
-pub async fn phone_id(
+pub(crate) async fn phone_id(
     State(state): State<AppState>,
     caller: Caller,
     Path(sid): Path<String>,
     RawQuery(raw): RawQuery,
-) -> ApiResult<(StatusCode, Json<PhoneIdView>)> {
+) -> AppResult<(StatusCode, Json<PhoneIdView>)> {
     let sid: Sid = path_sid(&sid, "audio file")?;
     let q: PhoneIdQuery = query(raw.as_deref())?;
     let mut checks = Checks::default();
@@ -548,7 +545,7 @@ pub async fn phone_id(
     checks.finish()?;
     let id = phone_recording::issue(&state, caller.account.id, sid, country.unwrap_or_default())
         .await?
-        .ok_or_else(|| ApiError::not_found("audio file"))?;
+        .ok_or_else(|| AppError::not_found("audio file"))?;
     Ok((
         StatusCode::CREATED,
         Json(PhoneIdView {

@@ -5,15 +5,15 @@ use axum::extract::State;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::error::{AppError, AppResult, ErrorCode};
 use crate::http::auth::Caller;
-use crate::http::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use dialtone_domain::account::BillingMode;
 use dialtone_store::billing;
 
 /// A prepaid balance.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct Credit {
+pub(crate) struct Credit {
     /// Decimal amount in cents, two decimals ("150000.00" is 1500 EUR).
     #[schema(example = "150000.00")]
     pub amount: String,
@@ -25,10 +25,13 @@ pub struct Credit {
 /// Prepaid credit balance (prepaid accounts only).
 #[utoipa::path(get, path = "/billing/credit", tag = "Billing",
     responses((status = 200, description = "the balance", body = Credit)))]
-pub async fn credit(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Credit>> {
+pub(crate) async fn credit(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> AppResult<Json<Credit>> {
     if caller.account.billing_mode != BillingMode::Prepaid {
-        return Err(ApiError::forbidden(
-            "forbidden",
+        return Err(AppError::new(
+            ErrorCode::Forbidden,
             "only prepaid accounts have a credit balance",
         ));
     }
@@ -46,7 +49,7 @@ pub async fn credit(State(state): State<AppState>, caller: Caller) -> ApiResult<
 /// A billing destination: a label and its prefixes, with prices.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Destination {
+pub(crate) struct Destination {
     /// Label, e.g. `FR-MOBILE`.
     pub label: String,
     /// ISO 3166 country (`ZZ` for any).
@@ -69,10 +72,10 @@ pub struct Destination {
 /// The billing destinations and their prices.
 #[utoipa::path(get, path = "/billing/destinations", tag = "Billing",
     responses((status = 200, description = "destinations", body = Vec<Destination>)))]
-pub async fn destinations(
+pub(crate) async fn destinations(
     State(state): State<AppState>,
     caller: Caller,
-) -> ApiResult<Json<Vec<Destination>>> {
+) -> AppResult<Json<Vec<Destination>>> {
     let rates = state.store.read(dialtone_store::rates::all).await?;
     let mut out: Vec<Destination> = Vec::new();
     for r in rates {

@@ -10,15 +10,15 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
-use crate::http::error::{ApiError, Detail};
+use crate::error::{AppError, Detail};
 
 /// The query parameters each operation declares, by method and path template.
 #[derive(Debug, Default)]
-pub struct Declared(HashMap<(String, String), HashSet<String>>);
+pub(crate) struct Declared(HashMap<(String, String), HashSet<String>>);
 
 impl Declared {
     /// Reads the declarations off the document (paths relative to `/v2.0`).
-    pub fn of(doc: &Value) -> Self {
+    pub(crate) fn of(doc: &Value) -> Self {
         let mut out = HashMap::new();
         let Some(paths) = doc.get("paths").and_then(Value::as_object) else {
             return Self(out);
@@ -67,7 +67,7 @@ fn names(parameters: Option<&Value>) -> HashSet<String> {
 }
 
 /// The middleware: 400 `validation_error` naming each unknown parameter.
-pub async fn check(declared: Arc<Declared>, req: Request, next: Next) -> Response {
+pub(crate) async fn check(declared: Arc<Declared>, req: Request, next: Next) -> Response {
     let template = req
         .extensions()
         .get::<MatchedPath>()
@@ -75,7 +75,7 @@ pub async fn check(declared: Arc<Declared>, req: Request, next: Next) -> Respons
     if let Some(template) = template {
         let unknown = declared.unknown(req.method().as_str(), &template, req.uri().query());
         if !unknown.is_empty() {
-            return ApiError::validation(
+            return AppError::validation(
                 unknown
                     .into_iter()
                     .map(|p| Detail::new(p, "unknown parameter"))

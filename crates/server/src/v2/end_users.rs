@@ -1,23 +1,22 @@
 //! End users: `GET/POST /end-users`, `GET/PATCH/DELETE /end-users/{sid}`.
 
 use axum::Json;
-use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use dialtone_store::end_users::{self, Deletion, EndUser};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::common::{NameCreatedUpdated, SortOrder, paging, path_sid};
+use super::common::{NameCreatedUpdated, SortOrder, by_sid, path_sid, search_page};
+use crate::error::{AppError, AppResult, ErrorCode};
 use crate::http::auth::Caller;
-use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::{Checks, json_body, query};
+use crate::http::extract::{Checks, JsonBody, QueryString};
 use crate::http::search::{SearchResult, page};
 use crate::state::AppState;
 
 /// An end user.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct EndUserView {
+pub(crate) struct EndUserView {
     /// Identifier.
     #[schema(example = "abcdef12")]
     pub sid: String,
@@ -43,7 +42,7 @@ impl From<EndUser> for EndUserView {
 /// Create or update body of an end user.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct EndUserBody {
+pub(crate) struct EndUserBody {
     /// Name, 1 to 64 characters.
     #[schema(min_length = 1, max_length = 64)]
     pub name: String,
@@ -52,7 +51,7 @@ pub struct EndUserBody {
 /// Search filters of end users.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct EndUserQuery {
+pub(crate) struct EndUserQuery {
     /// Part of the name (at most 32 characters).
     #[param(max_length = 32)]
     name: Option<String>,
@@ -77,7 +76,7 @@ enum Sort {
     Updated,
 }
 
-fn valid_name(body: &EndUserBody) -> ApiResult<String> {
+fn valid_name(body: &EndUserBody) -> AppResult<String> {
     let mut checks = Checks::default();
     let name = checks
         .text("name", Some(&body.name), 1, 64)
@@ -89,12 +88,11 @@ fn valid_name(body: &EndUserBody) -> ApiResult<String> {
 /// Search end users.
 #[utoipa::path(get, path = "/end-users", tag = "End users", params(EndUserQuery),
     responses((status = 200, description = "a page of end users", body = SearchResult<EndUserView>)))]
-pub async fn search(
+pub(crate) async fn search(
     State(state): State<AppState>,
     caller: Caller,
-    RawQuery(raw): RawQuery,
-) -> ApiResult<Json<SearchResult<EndUserView>>> {
-    let q: EndUserQuery = query(raw.as_deref())?;
+    QueryString(q): QueryString<EndUserQuery>,
+) -> AppResult<Json<SearchResult<EndUserView>>> {
     let mut checks = Checks::default();
     let name = checks
         .text("name", q.name.as_deref(), 0, 32)
@@ -113,39 +111,36 @@ pub async fn search(
         q.limit.as_deref(),
     );
     checks.finish()?;
-    let paging = paging(&page, |s| match s {
-        Sort::Name => "name",
-        Sort::Created => "created",
-        Sort::Updated => "updated",
-    });
     let account = caller.account.id;
-    let (total, hits) = state
-        .store
-        .read(move |c| {
+    search_page(
+        &state,
+        &page,
+        |s| match s {
+            Sort::Name => "name",
+            Sort::Created => "created",
+            Sort::Updated => "updated",
+        },
+        move |c, paging| {
             end_users::search(
                 c,
                 account,
                 name.as_deref().filter(|n| !n.is_empty()),
-                &paging,
+                paging,
             )
-        })
-        .await?;
-    Ok(Json(SearchResult::new(
-        &page,
-        total,
-        hits.into_iter().map(Into::into).collect(),
-    )))
+        },
+    )
+    .await
 }
 
 /// Create an end user.
 #[utoipa::path(post, path = "/end-users", tag = "End users", request_body = EndUserBody,
     responses((status = 201, description = "created", body = EndUserView)))]
-pub async fn create(
+pub(crate) async fn create(
     State(state): State<AppState>,
     caller: Caller,
-    body: Bytes,
-) -> ApiResult<(StatusCode, Json<EndUserView>)> {
-    let name = valid_name(&json_body(&body)?)?;
+    JsonBody(body): JsonBody<EndUserBody>,
+) -> AppResult<(StatusCode, Json<EndUserView>)> {
+    let name = valid_name(&body)?;
     let (account, now) = (caller.account.id, state.clock.now());
     let user = state
         .store
@@ -157,49 +152,43 @@ pub async fn create(
 /// Get an end user.
 #[utoipa::path(get, path = "/end-users/{sid}", tag = "End users", params(("sid" = String, Path, description = "end user sid")),
     responses((status = 200, description = "the end user", body = EndUserView)))]
-pub async fn get(
+pub(crate) async fn get(
     State(state): State<AppState>,
     caller: Caller,
     Path(sid): Path<String>,
-) -> ApiResult<Json<EndUserView>> {
-    let sid = path_sid(&sid, "end user")?;
-    let account = caller.account.id;
-    let user = state
-        .store
-        .read(move |c| end_users::get(c, account, &sid))
-        .await?
-        .ok_or_else(|| ApiError::not_found("end user"))?;
+) -> AppResult<Json<EndUserView>> {
+    let user = by_sid(&state, caller.account.id, &sid, "end user", end_users::get).await?;
     Ok(Json(user.into()))
 }
 
 /// Rename an end user.
 #[utoipa::path(patch, path = "/end-users/{sid}", tag = "End users", params(("sid" = String, Path, description = "end user sid")),
     request_body = EndUserBody, responses((status = 200, description = "the end user", body = EndUserView)))]
-pub async fn update(
+pub(crate) async fn update(
     State(state): State<AppState>,
     caller: Caller,
     Path(sid): Path<String>,
-    body: Bytes,
-) -> ApiResult<Json<EndUserView>> {
+    JsonBody(body): JsonBody<EndUserBody>,
+) -> AppResult<Json<EndUserView>> {
     let sid = path_sid(&sid, "end user")?;
-    let name = valid_name(&json_body(&body)?)?;
+    let name = valid_name(&body)?;
     let (account, now) = (caller.account.id, state.clock.now());
     let user = state
         .store
         .write(move |c| end_users::rename(c, account, &sid, &name, now))
         .await?
-        .ok_or_else(|| ApiError::not_found("end user"))?;
+        .ok_or_else(|| AppError::not_found("end user"))?;
     Ok(Json(user.into()))
 }
 
 /// Delete an end user (refused while a phone number is assigned to it).
 #[utoipa::path(delete, path = "/end-users/{sid}", tag = "End users", params(("sid" = String, Path, description = "end user sid")),
     responses((status = 204, description = "deleted")))]
-pub async fn delete(
+pub(crate) async fn delete(
     State(state): State<AppState>,
     caller: Caller,
     Path(sid): Path<String>,
-) -> ApiResult<StatusCode> {
+) -> AppResult<StatusCode> {
     let sid = path_sid(&sid, "end user")?;
     let account = caller.account.id;
     match state
@@ -208,9 +197,9 @@ pub async fn delete(
         .await?
     {
         Deletion::Deleted => Ok(StatusCode::NO_CONTENT),
-        Deletion::NotFound => Err(ApiError::not_found("end user")),
-        Deletion::InUse => Err(ApiError::bad_request(
-            "end_user_in_use",
+        Deletion::NotFound => Err(AppError::not_found("end user")),
+        Deletion::InUse => Err(AppError::new(
+            ErrorCode::EndUserInUse,
             "a phone number is assigned to this end user; reassign it first",
         )),
     }

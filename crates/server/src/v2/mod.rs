@@ -1,21 +1,22 @@
 //! REST v2.0 under `/v2.0`: every route is registered together with its OpenAPI
 //! description, so `/v2.0/openapi.json` always lists exactly the paths that exist.
 
-pub mod actions;
-pub mod audio_files;
-pub mod billing;
-pub mod calls;
-pub mod common;
-pub mod declared_query;
-pub mod end_users;
-pub mod number_store;
-pub mod numbers;
-pub mod openapi;
-pub mod ping;
-pub mod recordings;
-pub mod sms;
-pub mod tasks;
-pub mod webhooks;
+pub(crate) mod actions;
+pub(crate) mod audio_files;
+pub(crate) mod billing;
+pub(crate) mod calls;
+pub(crate) mod common;
+pub(crate) mod declared_query;
+pub(crate) mod end_users;
+pub(crate) mod number_store;
+pub(crate) mod numbers;
+pub(crate) mod openapi;
+pub(crate) mod ping;
+pub(crate) mod recordings;
+pub(crate) mod sms;
+pub(crate) mod speech;
+pub(crate) mod tasks;
+pub(crate) mod webhooks;
 
 use axum::Router;
 use utoipa_axum::router::OpenApiRouter;
@@ -24,7 +25,7 @@ use utoipa_axum::routes;
 use crate::state::AppState;
 
 /// The v2.0 router (paths relative to `/v2.0`) and its OpenAPI document.
-pub fn router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+pub(crate) fn router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     let (router, mut doc) = OpenApiRouter::with_openapi(openapi::base())
         .routes(routes!(ping::ping))
         .routes(routes!(actions::schema))
@@ -38,6 +39,8 @@ pub fn router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(tasks::get, tasks::cancel))
         .routes(routes!(tasks::download))
         .routes(routes!(audio_files::download))
+        .routes(routes!(speech::set_tts))
+        .routes(routes!(speech::voices))
         .routes(routes!(
             recordings::search,
             recordings::update_many,

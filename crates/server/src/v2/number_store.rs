@@ -2,7 +2,7 @@
 //! buy, cancel).
 
 use axum::Json;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use dialtone_domain::country;
 use dialtone_domain::number::{NumberClass, NumberType, is_store_area, is_store_prefix};
@@ -12,15 +12,15 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::numbers::NumberView;
+use crate::error::{AppError, AppResult};
 use crate::http::auth::Caller;
-use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::{Checks, query};
+use crate::http::extract::{Checks, QueryString};
 use crate::numbers;
 use crate::state::AppState;
 
 /// A country on offer.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct StoreCountry {
+pub(crate) struct StoreCountry {
     /// ISO 3166 alpha-2 code.
     #[schema(example = "GB")]
     pub code: String,
@@ -30,7 +30,7 @@ pub struct StoreCountry {
 
 /// A number type on offer in a country, with its classes.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct StoreType {
+pub(crate) struct StoreType {
     /// Line type.
     #[serde(rename = "type")]
     pub number_type: String,
@@ -40,7 +40,7 @@ pub struct StoreType {
 
 /// A prefix on offer.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct StorePrefix {
+pub(crate) struct StorePrefix {
     /// E.164 prefix.
     #[schema(example = "+4420")]
     pub prefix: String,
@@ -52,14 +52,14 @@ pub struct StorePrefix {
 
 /// One number of a reservation.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct ReservationItem {
+pub(crate) struct ReservationItem {
     /// The number.
     pub e164: String,
 }
 
 /// What the reserved numbers cost.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct ReservationCost {
+pub(crate) struct ReservationCost {
     /// One-off price of all the numbers, in cents.
     pub setup: String,
     /// Monthly price of all the numbers, in cents.
@@ -70,7 +70,7 @@ pub struct ReservationCost {
 
 /// A number store reservation.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct ReservationView {
+pub(crate) struct ReservationView {
     /// Names the reservation (at least 40 URL-safe characters).
     pub token: String,
     /// `reserved`, `bought`, `cancelled` or `expired`.
@@ -113,7 +113,7 @@ fn view(r: Reservation, currency: &str) -> ReservationView {
 
 /// What buying gave.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct BuyResult {
+pub(crate) struct BuyResult {
     /// The numbers now owned.
     pub numbers: Vec<NumberView>,
     /// What was debited (setup and first month), in cents.
@@ -123,7 +123,7 @@ pub struct BuyResult {
 /// `country` alone.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct CountryQuery {
+pub(crate) struct CountryQuery {
     /// ISO 3166 alpha-2 country code.
     #[param(required = true, pattern = "^[A-Z]{2}$")]
     country: Option<String>,
@@ -132,7 +132,7 @@ pub struct CountryQuery {
 /// `country` and `type`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct CountryTypeQuery {
+pub(crate) struct CountryTypeQuery {
     /// ISO 3166 alpha-2 country code.
     #[param(required = true, pattern = "^[A-Z]{2}$")]
     country: Option<String>,
@@ -145,7 +145,7 @@ pub struct CountryTypeQuery {
 /// What to reserve.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct ReserveQuery {
+pub(crate) struct ReserveQuery {
     /// ISO 3166 alpha-2 country code.
     #[param(required = true, pattern = "^[A-Z]{2}$")]
     country: Option<String>,
@@ -185,10 +185,10 @@ fn type_param(checks: &mut Checks, value: Option<&str>) -> Option<NumberType> {
 /// Countries with numbers on offer.
 #[utoipa::path(get, path = "/numbers/store/countries", tag = "Phone number store",
     responses((status = 200, description = "countries", body = Vec<StoreCountry>)))]
-pub async fn countries(
+pub(crate) async fn countries(
     State(state): State<AppState>,
     _caller: Caller,
-) -> ApiResult<Json<Vec<StoreCountry>>> {
+) -> AppResult<Json<Vec<StoreCountry>>> {
     let codes = state.store.read(inventory::countries).await?;
     Ok(Json(
         codes
@@ -204,12 +204,11 @@ pub async fn countries(
 /// Number types on offer in a country.
 #[utoipa::path(get, path = "/numbers/store/types", tag = "Phone number store", params(CountryQuery),
     responses((status = 200, description = "types", body = Vec<StoreType>)))]
-pub async fn types(
+pub(crate) async fn types(
     State(state): State<AppState>,
     _caller: Caller,
-    RawQuery(raw): RawQuery,
-) -> ApiResult<Json<Vec<StoreType>>> {
-    let q: CountryQuery = query(raw.as_deref())?;
+    QueryString(q): QueryString<CountryQuery>,
+) -> AppResult<Json<Vec<StoreType>>> {
     let mut checks = Checks::default();
     let country = country_param(&mut checks, q.country.as_deref());
     checks.finish()?;
@@ -234,12 +233,11 @@ pub async fn types(
 /// Prefixes on offer for a country and type, with free numbers.
 #[utoipa::path(get, path = "/numbers/store/prefixes", tag = "Phone number store", params(CountryTypeQuery),
     responses((status = 200, description = "prefixes", body = Vec<StorePrefix>)))]
-pub async fn prefixes(
+pub(crate) async fn prefixes(
     State(state): State<AppState>,
     _caller: Caller,
-    RawQuery(raw): RawQuery,
-) -> ApiResult<Json<Vec<StorePrefix>>> {
-    let q: CountryTypeQuery = query(raw.as_deref())?;
+    QueryString(q): QueryString<CountryTypeQuery>,
+) -> AppResult<Json<Vec<StorePrefix>>> {
     let mut checks = Checks::default();
     let country = country_param(&mut checks, q.country.as_deref());
     let number_type = type_param(&mut checks, q.number_type.as_deref());
@@ -266,12 +264,11 @@ pub async fn prefixes(
 /// Reserve numbers for 5 minutes (one reservation at a time).
 #[utoipa::path(post, path = "/numbers/store", tag = "Phone number store", params(ReserveQuery),
     responses((status = 200, description = "the reservation", body = ReservationView)))]
-pub async fn reserve(
+pub(crate) async fn reserve(
     State(state): State<AppState>,
     caller: Caller,
-    RawQuery(raw): RawQuery,
-) -> ApiResult<Json<ReservationView>> {
-    let q: ReserveQuery = query(raw.as_deref())?;
+    QueryString(q): QueryString<ReserveQuery>,
+) -> AppResult<Json<ReservationView>> {
     let mut checks = Checks::default();
     let country = country_param(&mut checks, q.country.as_deref());
     let number_type = type_param(&mut checks, q.number_type.as_deref());
@@ -310,7 +307,7 @@ pub async fn reserve(
 }
 
 /// A token from a path: at least 40 URL-safe characters.
-fn path_token(token: &str) -> ApiResult<String> {
+fn path_token(token: &str) -> AppResult<String> {
     let ok = token.len() >= 40
         && token.len() <= 128
         && token
@@ -319,7 +316,7 @@ fn path_token(token: &str) -> ApiResult<String> {
     if ok {
         Ok(token.to_owned())
     } else {
-        Err(ApiError::invalid(
+        Err(AppError::invalid(
             "token",
             "must be at least 40 URL-safe characters",
         ))
@@ -330,11 +327,11 @@ fn path_token(token: &str) -> ApiResult<String> {
 #[utoipa::path(get, path = "/numbers/store/{token}", tag = "Phone number store",
     params(("token" = String, Path, description = "reservation token (40 to 128 URL-safe characters)", pattern = "^[A-Za-z0-9_-]{40,128}$")),
     responses((status = 200, description = "the reservation", body = ReservationView)))]
-pub async fn get(
+pub(crate) async fn get(
     State(state): State<AppState>,
     caller: Caller,
     Path(token): Path<String>,
-) -> ApiResult<Json<ReservationView>> {
+) -> AppResult<Json<ReservationView>> {
     let token = path_token(&token)?;
     let r = numbers::reservation(&state, caller.account.id, token).await?;
     Ok(Json(view(r, &caller.account.currency)))
@@ -344,11 +341,11 @@ pub async fn get(
 #[utoipa::path(post, path = "/numbers/store/{token}", tag = "Phone number store",
     params(("token" = String, Path, description = "reservation token (40 to 128 URL-safe characters)", pattern = "^[A-Za-z0-9_-]{40,128}$")),
     responses((status = 200, description = "bought", body = BuyResult)))]
-pub async fn buy(
+pub(crate) async fn buy(
     State(state): State<AppState>,
     caller: Caller,
     Path(token): Path<String>,
-) -> ApiResult<Json<BuyResult>> {
+) -> AppResult<Json<BuyResult>> {
     let token = path_token(&token)?;
     caller.ensure_may_spend()?;
     let (bought, debit) = numbers::buy(&state, caller.account.id, token).await?;
@@ -362,11 +359,11 @@ pub async fn buy(
 #[utoipa::path(delete, path = "/numbers/store/{token}", tag = "Phone number store",
     params(("token" = String, Path, description = "reservation token (40 to 128 URL-safe characters)", pattern = "^[A-Za-z0-9_-]{40,128}$")),
     responses((status = 204, description = "cancelled")))]
-pub async fn cancel(
+pub(crate) async fn cancel(
     State(state): State<AppState>,
     caller: Caller,
     Path(token): Path<String>,
-) -> ApiResult<StatusCode> {
+) -> AppResult<StatusCode> {
     let token = path_token(&token)?;
     numbers::cancel(&state, caller.account.id, token).await?;
     Ok(StatusCode::NO_CONTENT)

@@ -2,8 +2,7 @@
 //! end-user attachment paths.
 
 use axum::Json;
-use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use dialtone_domain::number::{NumberClass, NumberType, is_number_pattern};
 use dialtone_domain::{E164, Sid};
@@ -11,17 +10,17 @@ use dialtone_store::numbers::{Number, owned};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::common::{SortOrder, paging, path_sid};
+use super::common::{SortOrder, path_sid, search_page};
+use crate::error::{AppError, AppResult};
 use crate::http::auth::Caller;
-use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::{Checks, json_body, nullable, query};
+use crate::http::extract::{Checks, JsonBody, QueryString, nullable};
 use crate::http::search::{SearchResult, page};
 use crate::numbers;
 use crate::state::AppState;
 
 /// A link to another resource: its sid and name.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct Link {
+pub(crate) struct Link {
     /// Identifier.
     pub sid: String,
     /// Name.
@@ -31,7 +30,7 @@ pub struct Link {
 /// A phone number of the account.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct NumberView {
+pub(crate) struct NumberView {
     /// The number, E.164.
     #[schema(example = "+447700900123")]
     pub e164: String,
@@ -50,6 +49,12 @@ pub struct NumberView {
     pub end_user: Option<Link>,
     /// Monthly price in cents.
     pub monthly_price: String,
+}
+
+impl From<Number> for NumberView {
+    fn from(v: Number) -> Self {
+        (&v).into()
+    }
 }
 
 impl From<&Number> for NumberView {
@@ -74,9 +79,13 @@ impl From<&Number> for NumberView {
 }
 
 /// Sort keys of numbers.
+#[allow(
+    dead_code,
+    reason = "a shape of the OpenAPI document only: the values are read as text and checked by the handler"
+)]
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum NumberSort {
+pub(crate) enum NumberSort {
     /// By purchase time (default).
     Assigned,
     /// By the number.
@@ -86,7 +95,7 @@ pub enum NumberSort {
 /// Filters of `GET /numbers`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct NumberQuery {
+pub(crate) struct NumberQuery {
     /// Numbers attached to this scenario.
     #[param(value_type = Option<String>, pattern = "^[0-9a-z]{8}$")]
     sid: Option<String>,
@@ -118,7 +127,7 @@ pub struct NumberQuery {
 /// Attachment changes of `PATCH /numbers/{number}`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct NumberPatch {
+pub(crate) struct NumberPatch {
     /// Scenario sid to attach, or null to detach.
     #[serde(default, deserialize_with = "nullable")]
     #[schema(value_type = Option<String>, pattern = "^[0-9a-z]{8}$")]
@@ -136,21 +145,20 @@ enum Sort {
 }
 
 /// A number from a path: anything that is not E.164 names no number.
-pub fn path_number(text: &str) -> ApiResult<String> {
+pub(crate) fn path_number(text: &str) -> AppResult<String> {
     E164::parse_format(text)
         .map(|n| n.as_str().to_owned())
-        .map_err(|_| ApiError::not_found("number"))
+        .map_err(|_| AppError::not_found("number"))
 }
 
 /// Search the account's numbers.
 #[utoipa::path(get, path = "/numbers", tag = "Phone numbers", params(NumberQuery),
     responses((status = 200, description = "a page of numbers", body = SearchResult<NumberView>)))]
-pub async fn search(
+pub(crate) async fn search(
     State(state): State<AppState>,
     caller: Caller,
-    RawQuery(raw): RawQuery,
-) -> ApiResult<Json<SearchResult<NumberView>>> {
-    let q: NumberQuery = query(raw.as_deref())?;
+    QueryString(q): QueryString<NumberQuery>,
+) -> AppResult<Json<SearchResult<NumberView>>> {
     let mut checks = Checks::default();
     let scenario = checks.sid("sid", q.sid.as_deref());
     let classes: Vec<_> = NumberClass::ALL.iter().map(|c| (c.as_str(), *c)).collect();
@@ -182,51 +190,45 @@ pub async fn search(
         contains: q.contains,
         detached,
     };
-    let paging = paging(&page, |s| match s {
+    let column = |s| match s {
         Sort::Assigned => "n.assigned",
         Sort::E164 => "n.e164",
-    });
+    };
     let account = caller.account.id;
-    let (total, hits) = state
-        .store
-        .read(move |c| owned::search(c, account, &filter, &paging))
-        .await?;
-    Ok(Json(SearchResult::new(
-        &page,
-        total,
-        hits.iter().map(Into::into).collect(),
-    )))
+    search_page(&state, &page, column, move |c, paging| {
+        owned::search(c, account, &filter, paging)
+    })
+    .await
 }
 
 /// Get one of the account's numbers.
 #[utoipa::path(get, path = "/numbers/{number}", tag = "Phone numbers", params(("number" = String, Path, description = "E.164 number")),
     responses((status = 200, description = "the number", body = NumberView)))]
-pub async fn get(
+pub(crate) async fn get(
     State(state): State<AppState>,
     caller: Caller,
     Path(number): Path<String>,
-) -> ApiResult<Json<NumberView>> {
+) -> AppResult<Json<NumberView>> {
     let e164 = path_number(&number)?;
     let account = caller.account.id;
     let n = state
         .store
         .read(move |c| owned::get(c, account, &e164))
         .await?
-        .ok_or_else(|| ApiError::not_found("number"))?;
+        .ok_or_else(|| AppError::not_found("number"))?;
     Ok(Json((&n).into()))
 }
 
 /// Attach the number to a scenario or change its end user.
 #[utoipa::path(patch, path = "/numbers/{number}", tag = "Phone numbers", params(("number" = String, Path, description = "E.164 number")),
     request_body = NumberPatch, responses((status = 204, description = "updated")))]
-pub async fn update(
+pub(crate) async fn update(
     State(state): State<AppState>,
     caller: Caller,
     Path(number): Path<String>,
-    body: Bytes,
-) -> ApiResult<StatusCode> {
+    JsonBody(patch): JsonBody<NumberPatch>,
+) -> AppResult<StatusCode> {
     let e164 = path_number(&number)?;
-    let patch: NumberPatch = json_body(&body)?;
     let mut checks = Checks::default();
     let scenario = patch
         .scenario
@@ -242,11 +244,11 @@ pub async fn update(
 /// Release the number (ends its subscription at once).
 #[utoipa::path(delete, path = "/numbers/{number}", tag = "Phone numbers", params(("number" = String, Path, description = "E.164 number")),
     responses((status = 204, description = "released")))]
-pub async fn release(
+pub(crate) async fn release(
     State(state): State<AppState>,
     caller: Caller,
     Path(number): Path<String>,
-) -> ApiResult<StatusCode> {
+) -> AppResult<StatusCode> {
     let e164 = path_number(&number)?;
     numbers::release(&state, caller.account.id, e164).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -256,11 +258,11 @@ pub async fn release(
 #[utoipa::path(put, path = "/numbers/{number}/scenario/{sid}", tag = "Phone numbers",
     params(("number" = String, Path, description = "E.164 number"), ("sid" = String, Path, description = "scenario sid")),
     responses((status = 204, description = "attached")))]
-pub async fn attach_scenario(
+pub(crate) async fn attach_scenario(
     State(state): State<AppState>,
     caller: Caller,
     Path((number, sid)): Path<(String, String)>,
-) -> ApiResult<StatusCode> {
+) -> AppResult<StatusCode> {
     let e164 = path_number(&number)?;
     let sid = path_sid(&sid, "scenario")?;
     numbers::attach(&state, caller.account.id, e164, Some(Some(sid)), None).await?;
@@ -270,11 +272,11 @@ pub async fn attach_scenario(
 /// Detach the number from its scenario.
 #[utoipa::path(delete, path = "/numbers/{number}/scenario", tag = "Phone numbers",
     params(("number" = String, Path, description = "E.164 number")), responses((status = 204, description = "detached")))]
-pub async fn detach_scenario(
+pub(crate) async fn detach_scenario(
     State(state): State<AppState>,
     caller: Caller,
     Path(number): Path<String>,
-) -> ApiResult<StatusCode> {
+) -> AppResult<StatusCode> {
     let e164 = path_number(&number)?;
     numbers::attach(&state, caller.account.id, e164, Some(None), None).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -284,11 +286,11 @@ pub async fn detach_scenario(
 #[utoipa::path(put, path = "/numbers/{number}/enduser/{sid}", tag = "Phone numbers",
     params(("number" = String, Path, description = "E.164 number"), ("sid" = String, Path, description = "end user sid")),
     responses((status = 204, description = "assigned")))]
-pub async fn assign_end_user(
+pub(crate) async fn assign_end_user(
     State(state): State<AppState>,
     caller: Caller,
     Path((number, sid)): Path<(String, String)>,
-) -> ApiResult<StatusCode> {
+) -> AppResult<StatusCode> {
     let e164 = path_number(&number)?;
     let sid = path_sid(&sid, "end user")?;
     numbers::attach(&state, caller.account.id, e164, None, Some(Some(sid))).await?;

@@ -16,7 +16,8 @@ use super::numbers::NumberSort;
 use super::recordings::RecordingSort;
 use super::sms::{DirectionWord, EncodingWord, SmsSort, TrafficWord};
 use super::webhooks::{HmacAlgo, WebhookStatus};
-use crate::http::error::{Detail, ErrorBody};
+use crate::error::Detail;
+use crate::http::error::ErrorBody;
 use crate::state::AppState;
 
 #[derive(OpenApi)]
@@ -44,7 +45,7 @@ use crate::state::AppState;
 struct ApiDoc;
 
 /// The document's header, before the routes add their paths.
-pub fn base() -> utoipa::openapi::OpenApi {
+pub(crate) fn base() -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
     let components = doc.components.get_or_insert_with(Default::default);
     components.add_security_scheme(
@@ -71,7 +72,7 @@ const ERRORS: &[(&str, &str)] = &[
 /// Adds the contract's error responses to every operation that does not declare them, then
 /// returns the document as served: request bodies closed (unknown properties are refused by
 /// name) and the words of parameters the code lists.
-pub fn finish(doc: &mut utoipa::openapi::OpenApi) -> Value {
+pub(crate) fn finish(doc: &mut utoipa::openapi::OpenApi) -> Value {
     add_errors(doc);
     let mut value = serde_json::to_value(&*doc).unwrap_or_default();
     close_request_bodies(&mut value);
@@ -244,7 +245,7 @@ fn close_objects(schema: &mut Value) {
 }
 
 /// The handler of `GET /v2.0/openapi.json` (no credentials needed), serving `doc`.
-pub fn serve(doc: &Value) -> MethodRouter<AppState> {
+pub(crate) fn serve(doc: &Value) -> MethodRouter<AppState> {
     let json: Arc<str> = doc.to_string().into();
     get(move || {
         let json = json.clone();

@@ -4,13 +4,13 @@ use axum::Json;
 use axum::extract::State;
 use serde::Serialize;
 
+use crate::error::AppResult;
 use crate::http::auth::Caller;
-use crate::http::error::ApiResult;
 use crate::state::AppState;
 
 /// The ping answer.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct Pong {
+pub(crate) struct Pong {
     /// Always "pong".
     #[schema(example = "pong")]
     pub pong: &'static str,
@@ -21,7 +21,7 @@ pub struct Pong {
 
 /// Health check.
 #[utoipa::path(get, path = "/ping", tag = "System", responses((status = 200, description = "pong", body = Pong)))]
-pub async fn ping(State(state): State<AppState>, _caller: Caller) -> ApiResult<Json<Pong>> {
+pub(crate) async fn ping(State(state): State<AppState>, _caller: Caller) -> AppResult<Json<Pong>> {
     Ok(Json(Pong {
         pong: "pong",
         time: state.clock.now().to_rfc3339(),

@@ -7,31 +7,33 @@ use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use dialtone_domain::call::RecordingKind;
 use dialtone_store::recordings::{self, Filter, Recording};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use utoipa::{IntoParams, ToSchema};
 
-use super::common::{SortOrder, paging, path_sid};
+use super::common::{SortOrder, by_sid, path_sid, search_page};
+use crate::error::{AppError, AppResult};
 use crate::http::auth::Caller;
-use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::{Checks, json_body, one_or_many, optional_json_body, query};
+use crate::http::extract::{Checks, OptionalJsonBody, QueryString, json_body, one_or_many, query};
 use crate::http::search::{SearchResult, page};
 use crate::state::AppState;
 
 /// Most sids a bulk change names.
-pub const MAX_BULK_SIDS: usize = 100;
+pub(crate) const MAX_BULK_SIDS: usize = 100;
 
 /// A recording made on a call.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct RecordingView {
+pub(crate) struct RecordingView {
     /// Identifier.
     #[schema(example = "abcdef12")]
     pub sid: String,
     /// `call` (startRecording@v1) or `voicemail` (record@v1).
     #[serde(rename = "type")]
-    pub kind: String,
+    #[schema(value_type = String)]
+    pub kind: RecordingKind,
     /// Calling number.
     pub caller: String,
     /// Called number.
@@ -46,8 +48,23 @@ pub struct RecordingView {
     pub read_at: Option<String>,
     /// Transcript, when one exists.
     pub transcript: Option<String>,
+    /// The transcription asked for it (null when none was): its language, `status`
+    /// (`pending`, `ready`, `failed`, `unsupported`) and `error`.
+    pub transcription: Option<TranscriptionView>,
     /// Creation time.
     pub created: String,
+}
+
+/// Where the transcription of a recording stands.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct TranscriptionView {
+    /// The language asked for (BCP 47).
+    pub language: String,
+    /// `pending`, `ready`, `failed` or `unsupported` (no model for the language).
+    #[schema(value_type = String)]
+    pub status: dialtone_domain::call::TranscriptStatus,
+    /// Why it failed or was not made.
+    pub error: Option<String>,
 }
 
 impl From<Recording> for RecordingView {
@@ -62,15 +79,27 @@ impl From<Recording> for RecordingView {
             read: r.read_at.is_some(),
             read_at: r.read_at.map(|t| t.to_rfc3339()),
             transcript: r.transcript,
+            transcription: match (r.transcript_language, r.transcript_status) {
+                (Some(language), Some(status)) => Some(TranscriptionView {
+                    language,
+                    status,
+                    error: r.transcript_error,
+                }),
+                _ => None,
+            },
             created: r.created.to_rfc3339(),
         }
     }
 }
 
 /// The only sort key of recordings.
+#[allow(
+    dead_code,
+    reason = "a shape of the OpenAPI document only: the values are read as text and checked by the handler"
+)]
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum RecordingSort {
+pub(crate) enum RecordingSort {
     /// By creation time (default).
     Created,
 }
@@ -79,7 +108,7 @@ pub enum RecordingSort {
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(rename_all = "camelCase")]
-pub struct RecordingQuery {
+pub(crate) struct RecordingQuery {
     /// Exactly this recording.
     #[param(pattern = "^[0-9a-z]{8}$")]
     sid: Option<String>,
@@ -136,22 +165,22 @@ pub struct RecordingQuery {
 /// Search recordings.
 #[utoipa::path(get, path = "/recordings", tag = "Recordings", params(RecordingQuery),
     responses((status = 200, description = "a page of recordings", body = SearchResult<RecordingView>)))]
-pub async fn search(
+pub(crate) async fn search(
     State(state): State<AppState>,
     caller: Caller,
-    RawQuery(raw): RawQuery,
-) -> ApiResult<Json<SearchResult<RecordingView>>> {
-    let q: RecordingQuery = query(raw.as_deref())?;
+    QueryString(q): QueryString<RecordingQuery>,
+) -> AppResult<Json<SearchResult<RecordingView>>> {
     let mut checks = Checks::default();
     let filter = Filter {
         sid: checks.sid("sid", q.sid.as_deref()),
-        kind: checks
-            .choice(
-                "type",
-                q.kind.as_deref(),
-                &[("call", "call"), ("voicemail", "voicemail")],
-            )
-            .map(str::to_owned),
+        kind: checks.choice(
+            "type",
+            q.kind.as_deref(),
+            &[
+                ("call", RecordingKind::Call),
+                ("voicemail", RecordingKind::Voicemail),
+            ],
+        ),
         caller: checks
             .phone("caller", q.caller.as_deref())
             .map(|n| n.as_str().to_owned()),
@@ -178,41 +207,39 @@ pub async fn search(
         q.limit.as_deref(),
     );
     checks.finish()?;
-    let paging = paging(&page, |()| "created");
     let account = caller.account.id;
-    let (total, hits) = state
-        .store
-        .read(move |c| recordings::search(c, account, &filter, &paging))
-        .await?;
-    Ok(Json(SearchResult::new(
+    search_page(
+        &state,
         &page,
-        total,
-        hits.into_iter().map(Into::into).collect(),
-    )))
+        |()| "created",
+        move |c, paging| recordings::search(c, account, &filter, paging),
+    )
+    .await
 }
 
 /// Get a recording.
 #[utoipa::path(get, path = "/recordings/{sid}", tag = "Recordings", params(("sid" = String, Path, description = "recording sid")),
     responses((status = 200, description = "the recording", body = RecordingView)))]
-pub async fn get(
+pub(crate) async fn get(
     State(state): State<AppState>,
     caller: Caller,
     Path(sid): Path<String>,
-) -> ApiResult<Json<RecordingView>> {
-    let sid = path_sid(&sid, "recording")?;
-    let account = caller.account.id;
-    let r = state
-        .store
-        .read(move |c| recordings::get(c, account, &sid))
-        .await?
-        .ok_or_else(|| ApiError::not_found("recording"))?;
+) -> AppResult<Json<RecordingView>> {
+    let r = by_sid(
+        &state,
+        caller.account.id,
+        &sid,
+        "recording",
+        recordings::get,
+    )
+    .await?;
     Ok(Json(r.into()))
 }
 
 /// The changeable part of a recording.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RecordingUpdate {
+pub(crate) struct RecordingUpdate {
     /// Read (sets `readAt` to now) or unread (clears it).
     pub read: Option<bool>,
 }
@@ -220,14 +247,13 @@ pub struct RecordingUpdate {
 /// Mark a recording read or unread.
 #[utoipa::path(patch, path = "/recordings/{sid}", tag = "Recordings", params(("sid" = String, Path, description = "recording sid")),
     request_body = RecordingUpdate, responses((status = 200, description = "the recording", body = RecordingView)))]
-pub async fn update(
+pub(crate) async fn update(
     State(state): State<AppState>,
     caller: Caller,
     Path(sid): Path<String>,
-    body: Bytes,
-) -> ApiResult<Json<RecordingView>> {
+    OptionalJsonBody(change): OptionalJsonBody<RecordingUpdate>,
+) -> AppResult<Json<RecordingView>> {
     let sid = path_sid(&sid, "recording")?;
-    let change: RecordingUpdate = optional_json_body(&body)?;
     let (account, now) = (caller.account.id, state.clock.now());
     let r = state
         .store
@@ -236,18 +262,18 @@ pub async fn update(
             None => recordings::get(c, account, &sid),
         })
         .await?
-        .ok_or_else(|| ApiError::not_found("recording"))?;
+        .ok_or_else(|| AppError::not_found("recording"))?;
     Ok(Json(r.into()))
 }
 
 /// Delete a recording and its audio.
 #[utoipa::path(delete, path = "/recordings/{sid}", tag = "Recordings", params(("sid" = String, Path, description = "recording sid")),
     responses((status = 204, description = "deleted")))]
-pub async fn delete(
+pub(crate) async fn delete(
     State(state): State<AppState>,
     caller: Caller,
     Path(sid): Path<String>,
-) -> ApiResult<StatusCode> {
+) -> AppResult<StatusCode> {
     let sid = path_sid(&sid, "recording")?;
     let account = caller.account.id;
     let deleted = state
@@ -257,39 +283,40 @@ pub async fn delete(
     if deleted {
         Ok(StatusCode::NO_CONTENT)
     } else {
-        Err(ApiError::not_found("recording"))
+        Err(AppError::not_found("recording"))
     }
 }
 
 /// The recording's audio: WAV, 8 kHz, mono, 16-bit PCM.
 #[utoipa::path(get, path = "/recordings/{sid}/file", tag = "Recordings", params(("sid" = String, Path, description = "recording sid")),
     responses((status = 200, description = "the audio", content_type = "audio/wav", body = Vec<u8>)))]
-pub async fn file(
+pub(crate) async fn file(
     State(state): State<AppState>,
     caller: Caller,
     Path(sid): Path<String>,
-) -> ApiResult<Response> {
-    let sid = path_sid(&sid, "recording")?;
-    let account = caller.account.id;
-    let wav = state
-        .store
-        .read(move |c| recordings::audio(c, account, &sid))
-        .await?
-        .ok_or_else(|| ApiError::not_found("recording"))?;
+) -> AppResult<Response> {
+    let wav = by_sid(
+        &state,
+        caller.account.id,
+        &sid,
+        "recording",
+        recordings::audio,
+    )
+    .await?;
     Ok(([(header::CONTENT_TYPE, "audio/wav")], wav).into_response())
 }
 
 /// The recordings a bulk change targets.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct BulkQuery {
+pub(crate) struct BulkQuery {
     /// Up to 100 recording sids (repeat the parameter); none targets every recording.
     #[serde(default, alias = "sid[]", deserialize_with = "one_or_many")]
     #[param(value_type = Option<Vec<String>>, min_items = 1, max_items = 100)]
     sid: Option<Vec<String>>,
 }
 
-fn bulk_sids(raw: Option<&str>) -> ApiResult<Option<Vec<String>>> {
+fn bulk_sids(raw: Option<&str>) -> AppResult<Option<Vec<String>>> {
     let q: BulkQuery = query(raw)?;
     let Some(sids) = q.sid else {
         return Ok(None);
@@ -322,7 +349,7 @@ async fn start_bulk(
     kind: &'static str,
     sids: Option<Vec<String>>,
     read: Option<bool>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> AppResult<(StatusCode, Json<Value>)> {
     let (s, a) = (sids.clone(), account);
     let total = state
         .store
@@ -339,7 +366,7 @@ async fn start_bulk(
 /// The body of a bulk update: the new read mark.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct BulkUpdate {
+pub(crate) struct BulkUpdate {
     /// Read or unread.
     pub read: bool,
 }
@@ -347,12 +374,12 @@ pub struct BulkUpdate {
 /// Mark many recordings read or unread (a task).
 #[utoipa::path(patch, path = "/recordings", tag = "Recordings", params(BulkQuery), request_body = BulkUpdate,
     responses((status = 202, description = "the task id", body = Object)))]
-pub async fn update_many(
+pub(crate) async fn update_many(
     State(state): State<AppState>,
     caller: Caller,
     RawQuery(raw): RawQuery,
     body: Bytes,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> AppResult<(StatusCode, Json<Value>)> {
     let sids = bulk_sids(raw.as_deref())?;
     let change: BulkUpdate = json_body(&body)?;
     start_bulk(
@@ -368,11 +395,11 @@ pub async fn update_many(
 /// Delete many recordings (a task).
 #[utoipa::path(delete, path = "/recordings", tag = "Recordings", params(BulkQuery),
     responses((status = 202, description = "the task id", body = Object)))]
-pub async fn delete_many(
+pub(crate) async fn delete_many(
     State(state): State<AppState>,
     caller: Caller,
     RawQuery(raw): RawQuery,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> AppResult<(StatusCode, Json<Value>)> {
     let sids = bulk_sids(raw.as_deref())?;
     start_bulk(&state, caller.account.id, "recordings-delete", sids, None).await
 }

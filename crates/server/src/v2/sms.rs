@@ -2,17 +2,17 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use dialtone_domain::sms::{Direction, Encoding, Sender, SmsStatus, TrafficType};
 use dialtone_store::sms::{self as store, Sms, SmsFilter};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::common::{SortOrder, paging, path_sid};
+use super::common::{SortOrder, by_sid, search_page};
+use crate::error::{AppError, AppResult};
 use crate::http::auth::Caller;
-use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::{Checks, json_body, query};
+use crate::http::extract::{Checks, QueryString, json_body};
 use crate::http::search::{SearchResult, page};
 use crate::sms::{self, Outgoing};
 use crate::state::AppState;
@@ -20,7 +20,7 @@ use crate::state::AppState;
 /// An SMS.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct SmsView {
+pub(crate) struct SmsView {
     /// Identifier.
     pub sid: String,
     /// `outbound` or `inbound`.
@@ -55,6 +55,12 @@ pub struct SmsView {
     pub delivered_at: Option<String>,
 }
 
+impl From<Sms> for SmsView {
+    fn from(v: Sms) -> Self {
+        (&v).into()
+    }
+}
+
 impl From<&Sms> for SmsView {
     fn from(s: &Sms) -> Self {
         Self {
@@ -82,7 +88,7 @@ impl From<&Sms> for SmsView {
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(rename_all = "camelCase")]
-pub struct SendQuery {
+pub(crate) struct SendQuery {
     /// Destination.
     /// Any E.164 number valid in its country's numbering plan is accepted (400 otherwise);
     /// no pattern can state the plans, so the pattern is the fictional drama range, always
@@ -107,9 +113,13 @@ pub struct SendQuery {
 }
 
 /// Encodings, for the document.
+#[allow(
+    dead_code,
+    reason = "a shape of the OpenAPI document only: the values are read as text and checked by the handler"
+)]
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum EncodingWord {
+pub(crate) enum EncodingWord {
     /// GSM 03.38.
     Gsm,
     /// UCS-2.
@@ -117,9 +127,13 @@ pub enum EncodingWord {
 }
 
 /// Traffic types, for the document.
+#[allow(
+    dead_code,
+    reason = "a shape of the OpenAPI document only: the values are read as text and checked by the handler"
+)]
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum TrafficWord {
+pub(crate) enum TrafficWord {
     /// Promotional.
     Marketing,
     /// Transactional.
@@ -129,7 +143,7 @@ pub enum TrafficWord {
 /// A per-SMS webhook.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SmsWebhook {
+pub(crate) struct SmsWebhook {
     /// Absolute http(s) URL receiving this SMS's status updates (at most 2048 bytes; the
     /// pattern is the usual form, a host name with an optional port and path).
     #[schema(
@@ -142,7 +156,7 @@ pub struct SmsWebhook {
 /// Body of `POST /sms`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct SendBody {
+pub(crate) struct SendBody {
     /// The text.
     #[schema(min_length = 1)]
     pub body: String,
@@ -158,13 +172,12 @@ pub struct SendBody {
 /// Send an SMS.
 #[utoipa::path(post, path = "/sms", tag = "SMS", params(SendQuery), request_body = SendBody,
     responses((status = 202, description = "accepted", body = SmsView)))]
-pub async fn send(
+pub(crate) async fn send(
     State(state): State<AppState>,
     caller: Caller,
-    RawQuery(raw): RawQuery,
+    QueryString(q): QueryString<SendQuery>,
     body: Bytes,
-) -> ApiResult<(StatusCode, Json<SmsView>)> {
-    let q: SendQuery = query(raw.as_deref())?;
+) -> AppResult<(StatusCode, Json<SmsView>)> {
     let b: SendBody = json_body(&body)?;
     let mut checks = Checks::default();
     let to = checks
@@ -206,7 +219,7 @@ pub async fn send(
         .and_then(|w| checks.http_url("webhook.endpoint", Some(&w.endpoint)));
     checks.finish()?;
     let (Some(to), Some(from)) = (to, from) else {
-        return Err(ApiError::internal("validated parameters missing"));
+        return Err(AppError::internal("validated parameters missing"));
     };
     let out = Outgoing {
         to,
@@ -227,7 +240,7 @@ pub async fn send(
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(rename_all = "camelCase")]
-pub struct SearchQuery {
+pub(crate) struct SearchQuery {
     /// `inbound` or `outbound`.
     #[param(required = true, value_type = Option<DirectionWord>)]
     direction: Option<String>,
@@ -269,9 +282,13 @@ pub struct SearchQuery {
 }
 
 /// Directions, for the document.
+#[allow(
+    dead_code,
+    reason = "a shape of the OpenAPI document only: the values are read as text and checked by the handler"
+)]
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum DirectionWord {
+pub(crate) enum DirectionWord {
     /// Received.
     Inbound,
     /// Sent.
@@ -279,9 +296,13 @@ pub enum DirectionWord {
 }
 
 /// SMS sort keys, for the document.
+#[allow(
+    dead_code,
+    reason = "a shape of the OpenAPI document only: the values are read as text and checked by the handler"
+)]
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum SmsSort {
+pub(crate) enum SmsSort {
     /// Creation time (default).
     Created,
     /// Last change.
@@ -297,12 +318,11 @@ enum Sort {
 /// Search SMS.
 #[utoipa::path(get, path = "/sms", tag = "SMS", params(SearchQuery),
     responses((status = 200, description = "a page of SMS", body = SearchResult<SmsView>)))]
-pub async fn search(
+pub(crate) async fn search(
     State(state): State<AppState>,
     caller: Caller,
-    RawQuery(raw): RawQuery,
-) -> ApiResult<Json<SearchResult<SmsView>>> {
-    let q: SearchQuery = query(raw.as_deref())?;
+    QueryString(q): QueryString<SearchQuery>,
+) -> AppResult<Json<SearchResult<SmsView>>> {
     let mut checks = Checks::default();
     let direction = checks.required("direction", q.direction.as_deref());
     let direction = checks.choice(
@@ -354,36 +374,25 @@ pub async fn search(
         traffic_type: traffic.map(str::to_owned),
         status: status.map(|s| s.as_str().to_owned()),
     };
-    let paging = paging(&page, |s| match s {
+    let column = |s| match s {
         Sort::Created => "created",
         Sort::Updated => "updated",
-    });
+    };
     let account = caller.account.id;
-    let (total, hits) = state
-        .store
-        .read(move |c| store::search(c, account, &filter, &paging))
-        .await?;
-    Ok(Json(SearchResult::new(
-        &page,
-        total,
-        hits.iter().map(Into::into).collect(),
-    )))
+    search_page(&state, &page, column, move |c, paging| {
+        store::search(c, account, &filter, paging)
+    })
+    .await
 }
 
 /// Get an SMS.
 #[utoipa::path(get, path = "/sms/{sid}", tag = "SMS", params(("sid" = String, Path, description = "SMS sid")),
     responses((status = 200, description = "the SMS", body = SmsView)))]
-pub async fn get(
+pub(crate) async fn get(
     State(state): State<AppState>,
     caller: Caller,
     Path(sid): Path<String>,
-) -> ApiResult<Json<SmsView>> {
-    let sid = path_sid(&sid, "SMS")?;
-    let account = caller.account.id;
-    let sms = state
-        .store
-        .read(move |c| store::get(c, account, &sid))
-        .await?
-        .ok_or_else(|| ApiError::not_found("SMS"))?;
+) -> AppResult<Json<SmsView>> {
+    let sms = by_sid(&state, caller.account.id, &sid, "SMS", store::get).await?;
     Ok(Json((&sms).into()))
 }

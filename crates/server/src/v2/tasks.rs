@@ -11,37 +11,37 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::IntoParams;
 
+use crate::error::{AppError, AppResult};
 use crate::http::auth::Caller;
-use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::{Checks, query};
+use crate::http::extract::{Checks, QueryString, query};
 use crate::state::AppState;
 use crate::tasks::export;
 
 /// Get a task: status, progress, result.
 #[utoipa::path(get, path = "/tasks/{taskid}", tag = "Tasks", params(("taskid" = String, Path, description = "task id")),
     responses((status = 200, description = "the task", body = Object)))]
-pub async fn get(
+pub(crate) async fn get(
     State(state): State<AppState>,
     caller: Caller,
     Path(taskid): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> AppResult<Json<Value>> {
     let account = caller.account.id;
     let t = state
         .store
         .read(move |c| tasks::get(c, account, &taskid))
         .await?
-        .ok_or_else(|| ApiError::not_found("task"))?;
+        .ok_or_else(|| AppError::not_found("task"))?;
     Ok(Json(crate::tasks::view(&t)))
 }
 
 /// Cancel a PENDING or RUNNING task.
 #[utoipa::path(delete, path = "/tasks/{taskid}", tag = "Tasks", params(("taskid" = String, Path, description = "task id")),
     responses((status = 204, description = "cancelled")))]
-pub async fn cancel(
+pub(crate) async fn cancel(
     State(state): State<AppState>,
     caller: Caller,
     Path(taskid): Path<String>,
-) -> ApiResult<StatusCode> {
+) -> AppResult<StatusCode> {
     crate::tasks::cancel(&state, caller.account.id, taskid).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -49,7 +49,7 @@ pub async fn cancel(
 /// Query of a calls export.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct ExportQuery {
+pub(crate) struct ExportQuery {
     /// `inbound` or `outbound`.
     #[param(required = true)]
     direction: Option<String>,
@@ -73,12 +73,11 @@ pub struct ExportQuery {
 /// Export calls to CSV (a task).
 #[utoipa::path(post, path = "/calls/export", tag = "Calls", params(ExportQuery),
     responses((status = 202, description = "the task id", body = Object)))]
-pub async fn export_calls(
+pub(crate) async fn export_calls(
     State(state): State<AppState>,
     caller: Caller,
-    RawQuery(raw): RawQuery,
-) -> ApiResult<(StatusCode, Json<Value>)> {
-    let q: ExportQuery = query(raw.as_deref())?;
+    QueryString(q): QueryString<ExportQuery>,
+) -> AppResult<(StatusCode, Json<Value>)> {
     let mut checks = Checks::default();
     let direction = checks
         .required("direction", q.direction.as_deref())
@@ -126,12 +125,12 @@ struct Signed {
         (status = 200, description = "the CSV of a done calls export", content_type = "text/csv", body = String),
         (status = 404, description = "wrong signature, expired link, or no such done export"),
     ))]
-pub async fn download(
+pub(crate) async fn download(
     State(state): State<AppState>,
     Path(taskid): Path<String>,
     RawQuery(raw): RawQuery,
 ) -> Response {
-    let not_found = || ApiError::not_found("download").into_response();
+    let not_found = || AppError::not_found("download").into_response();
     let Ok(signed) = query::<Signed>(raw.as_deref()) else {
         return not_found();
     };

@@ -2,8 +2,7 @@
 //! `GET /webhooks/{sid}/deliveries`.
 
 use axum::Json;
-use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use dialtone_store::deliveries::{self, AttemptView};
 use dialtone_store::webhooks::{self as store, Webhook, WebhookFilter};
@@ -11,24 +10,24 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
-use super::common::{SortOrder, paging, path_sid};
+use super::common::{SortOrder, by_sid, paging, path_sid, search_page};
+use crate::error::{AppError, AppResult};
 use crate::http::auth::Caller;
-use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::{Checks, json_body, query};
+use crate::http::extract::{Checks, JsonBody, QueryString};
 use crate::http::search::{SearchResult, page};
 use crate::state::AppState;
 use crate::webhooks::{self, EVENT_TYPES};
 
 /// Signing options as shown (the secret never is).
 #[derive(Debug, Serialize, ToSchema)]
-pub struct WebhookOptions {
+pub(crate) struct WebhookOptions {
     /// `SHA256` or `SHA512`.
     pub hmac_algo: String,
 }
 
 /// A webhook.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct WebhookView {
+pub(crate) struct WebhookView {
     /// Identifier.
     pub sid: String,
     /// Event name.
@@ -44,6 +43,12 @@ pub struct WebhookView {
     pub created: String,
     /// Last change.
     pub updated: String,
+}
+
+impl From<Webhook> for WebhookView {
+    fn from(v: Webhook) -> Self {
+        (&v).into()
+    }
 }
 
 impl From<&Webhook> for WebhookView {
@@ -63,8 +68,12 @@ impl From<&Webhook> for WebhookView {
 }
 
 /// Signing options of a create or update.
+#[allow(
+    dead_code,
+    reason = "a shape of the OpenAPI document only: the values are read as text and checked by the handler"
+)]
 #[derive(Debug, Deserialize, ToSchema)]
-pub struct SigningOptions {
+pub(crate) struct SigningOptions {
     /// Secret keying the HMAC of each body (never shown again): 1 to 256 characters, or
     /// null to remove it.
     #[schema(min_length = 1, max_length = 256)]
@@ -75,8 +84,12 @@ pub struct SigningOptions {
 }
 
 /// HMAC algorithms, for the document.
+#[allow(
+    dead_code,
+    reason = "a shape of the OpenAPI document only: the values are read as text and checked by the handler"
+)]
 #[derive(Debug, Serialize, ToSchema)]
-pub enum HmacAlgo {
+pub(crate) enum HmacAlgo {
     /// HMAC-SHA256.
     #[serde(rename = "SHA256")]
     Sha256,
@@ -86,9 +99,13 @@ pub enum HmacAlgo {
 }
 
 /// Webhook statuses, for the document.
+#[allow(
+    dead_code,
+    reason = "a shape of the OpenAPI document only: the values are read as text and checked by the handler"
+)]
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum WebhookStatus {
+pub(crate) enum WebhookStatus {
     /// Events are delivered.
     Enabled,
     /// Events are not delivered.
@@ -97,7 +114,7 @@ pub enum WebhookStatus {
 
 /// Body of `POST /webhooks`.
 #[derive(Debug, Deserialize, ToSchema)]
-pub struct CreateBody {
+pub(crate) struct CreateBody {
     /// Absolute http(s) URL (at most 2048 bytes; the pattern is the usual form, a host name
     /// with an optional port and path).
     #[schema(
@@ -112,7 +129,7 @@ pub struct CreateBody {
 
 /// Body of `PATCH /webhooks/{sid}` (the endpoint cannot change).
 #[derive(Debug, Deserialize, ToSchema)]
-pub struct UpdateBody {
+pub(crate) struct UpdateBody {
     /// `enabled` or `disabled`.
     #[schema(value_type = Option<WebhookStatus>)]
     pub status: Option<String>,
@@ -128,7 +145,7 @@ pub struct UpdateBody {
 /// `type` of `POST /webhooks`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct TypeQuery {
+pub(crate) struct TypeQuery {
     /// Event name, e.g. `sms.mo`.
     #[serde(rename = "type")]
     #[param(rename = "type", required = true)]
@@ -138,7 +155,7 @@ pub struct TypeQuery {
 /// Filters of `GET /webhooks`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct SearchQuery {
+pub(crate) struct SearchQuery {
     /// One webhook.
     #[param(pattern = "^[0-9a-z]{8}$")]
     sid: Option<String>,
@@ -165,7 +182,7 @@ pub struct SearchQuery {
 /// Paging of `GET /webhooks/{sid}/deliveries`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct PageQuery {
+pub(crate) struct PageQuery {
     /// Sort direction (default `desc`: newest first).
     #[param(value_type = Option<SortOrder>)]
     order: Option<String>,
@@ -180,7 +197,7 @@ pub struct PageQuery {
 /// One try of a delivery.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct DeliveryView {
+pub(crate) struct DeliveryView {
     /// Event id.
     pub event_id: String,
     /// Event name.
@@ -219,7 +236,7 @@ impl From<AttemptView> for DeliveryView {
 /// The signing options of a body. The contract (and the error message) counts the secret's
 /// length in characters, 1 to 256; the shared parser counts bytes, so a secret valid by
 /// characters is checked here and given to the parser as a placeholder.
-fn signing(options: Option<&Value>) -> ApiResult<webhooks::Signing> {
+fn signing(options: Option<&Value>) -> AppResult<webhooks::Signing> {
     let mut options = options.cloned().unwrap_or(Value::Null);
     let secret = match options.get("hmac_secret") {
         Some(Value::String(s)) if (1..=256).contains(&s.chars().count()) => Some(s.clone()),
@@ -238,12 +255,11 @@ fn signing(options: Option<&Value>) -> ApiResult<webhooks::Signing> {
 /// Search webhooks.
 #[utoipa::path(get, path = "/webhooks", tag = "Webhooks", params(SearchQuery),
     responses((status = 200, description = "a page of webhooks", body = SearchResult<WebhookView>)))]
-pub async fn search(
+pub(crate) async fn search(
     State(state): State<AppState>,
     caller: Caller,
-    RawQuery(raw): RawQuery,
-) -> ApiResult<Json<SearchResult<WebhookView>>> {
-    let q: SearchQuery = query(raw.as_deref())?;
+    QueryString(q): QueryString<SearchQuery>,
+) -> AppResult<Json<SearchResult<WebhookView>>> {
     let mut checks = Checks::default();
     let sid = checks.sid("sid", q.sid.as_deref());
     let types: Vec<(&str, &str)> = EVENT_TYPES.iter().map(|t| (*t, *t)).collect();
@@ -268,33 +284,28 @@ pub async fn search(
         event_type: event_type.map(str::to_owned),
         status: status.map(str::to_owned),
     };
-    let paging = paging(&page, |()| "created");
     let account = caller.account.id;
-    let (total, hits) = state
-        .store
-        .read(move |c| store::search(c, account, &filter, &paging))
-        .await?;
-    Ok(Json(SearchResult::new(
+    search_page(
+        &state,
         &page,
-        total,
-        hits.iter().map(Into::into).collect(),
-    )))
+        |()| "created",
+        move |c, paging| store::search(c, account, &filter, paging),
+    )
+    .await
 }
 
 /// Subscribe to an event type.
 #[utoipa::path(post, path = "/webhooks", tag = "Webhooks", params(TypeQuery), request_body = CreateBody,
     responses((status = 201, description = "created", body = WebhookView)))]
-pub async fn create(
+pub(crate) async fn create(
     State(state): State<AppState>,
     caller: Caller,
-    RawQuery(raw): RawQuery,
-    body: Bytes,
-) -> ApiResult<(StatusCode, Json<WebhookView>)> {
-    let q: TypeQuery = query(raw.as_deref())?;
-    let b: CreateBody = json_body(&body)?;
+    QueryString(q): QueryString<TypeQuery>,
+    JsonBody(b): JsonBody<CreateBody>,
+) -> AppResult<(StatusCode, Json<WebhookView>)> {
     let event_type = q
         .event_type
-        .ok_or_else(|| ApiError::invalid("type", "is required"))?;
+        .ok_or_else(|| AppError::invalid("type", "is required"))?;
     webhooks::check_type(&event_type, "type")?;
     webhooks::check_endpoint(&b.endpoint, "endpoint")?;
     let signing = signing(b.options.as_ref())?;
@@ -305,34 +316,27 @@ pub async fn create(
 /// Get a webhook.
 #[utoipa::path(get, path = "/webhooks/{sid}", tag = "Webhooks", params(("sid" = String, Path, description = "webhook sid")),
     responses((status = 200, description = "the webhook", body = WebhookView)))]
-pub async fn get(
+pub(crate) async fn get(
     State(state): State<AppState>,
     caller: Caller,
     Path(sid): Path<String>,
-) -> ApiResult<Json<WebhookView>> {
-    let sid = path_sid(&sid, "webhook")?;
-    let account = caller.account.id;
-    let w = state
-        .store
-        .read(move |c| store::get(c, account, &sid))
-        .await?
-        .ok_or_else(|| ApiError::not_found("webhook"))?;
+) -> AppResult<Json<WebhookView>> {
+    let w = by_sid(&state, caller.account.id, &sid, "webhook", store::get).await?;
     Ok(Json((&w).into()))
 }
 
 /// Enable, disable, or change the signing of a webhook.
 #[utoipa::path(patch, path = "/webhooks/{sid}", tag = "Webhooks", params(("sid" = String, Path, description = "webhook sid")),
     request_body = UpdateBody, responses((status = 200, description = "the webhook", body = WebhookView)))]
-pub async fn update(
+pub(crate) async fn update(
     State(state): State<AppState>,
     caller: Caller,
     Path(sid): Path<String>,
-    body: Bytes,
-) -> ApiResult<Json<WebhookView>> {
+    JsonBody(b): JsonBody<UpdateBody>,
+) -> AppResult<Json<WebhookView>> {
     let sid = path_sid(&sid, "webhook")?;
-    let b: UpdateBody = json_body(&body)?;
     if b.endpoint.is_some() {
-        return Err(ApiError::invalid(
+        return Err(AppError::invalid(
             "endpoint",
             "cannot be changed: create a new webhook instead",
         ));
@@ -349,10 +353,10 @@ pub async fn update(
     let w = state
         .store
         .write(move |c| {
-            let w = store::get(c, account, &sid)?.ok_or_else(|| ApiError::not_found("webhook"))?;
+            let w = store::get(c, account, &sid)?.ok_or_else(|| AppError::not_found("webhook"))?;
             let secret = signing.secret.as_ref().map(|s| s.as_deref());
             store::update(c, w.id, status, secret, signing.algo.as_deref(), now)?;
-            Ok::<_, ApiError>(store::get(c, account, &sid)?.unwrap_or(w))
+            Ok::<_, AppError>(store::get(c, account, &sid)?.unwrap_or(w))
         })
         .await?;
     Ok(Json((&w).into()))
@@ -361,11 +365,11 @@ pub async fn update(
 /// Delete a webhook.
 #[utoipa::path(delete, path = "/webhooks/{sid}", tag = "Webhooks", params(("sid" = String, Path, description = "webhook sid")),
     responses((status = 204, description = "deleted")))]
-pub async fn delete(
+pub(crate) async fn delete(
     State(state): State<AppState>,
     caller: Caller,
     Path(sid): Path<String>,
-) -> ApiResult<StatusCode> {
+) -> AppResult<StatusCode> {
     let sid = path_sid(&sid, "webhook")?;
     webhooks::unsubscribe(&state, caller.account.id, sid).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -374,14 +378,13 @@ pub async fn delete(
 /// The delivery tries of a webhook, newest first.
 #[utoipa::path(get, path = "/webhooks/{sid}/deliveries", tag = "Webhooks", params(("sid" = String, Path, description = "webhook sid"), PageQuery),
     responses((status = 200, description = "a page of tries", body = SearchResult<DeliveryView>)))]
-pub async fn deliveries(
+pub(crate) async fn deliveries(
     State(state): State<AppState>,
     caller: Caller,
     Path(sid): Path<String>,
-    RawQuery(raw): RawQuery,
-) -> ApiResult<Json<SearchResult<DeliveryView>>> {
+    QueryString(q): QueryString<PageQuery>,
+) -> AppResult<Json<SearchResult<DeliveryView>>> {
     let sid = path_sid(&sid, "webhook")?;
-    let q: PageQuery = query(raw.as_deref())?;
     let mut checks = Checks::default();
     let page = page(
         &mut checks,
@@ -398,8 +401,8 @@ pub async fn deliveries(
     let (total, list) = state
         .store
         .read(move |c| {
-            let w = store::get(c, account, &sid)?.ok_or_else(|| ApiError::not_found("webhook"))?;
-            Ok::<_, ApiError>(deliveries::attempts(c, w.id, &paging)?)
+            let w = store::get(c, account, &sid)?.ok_or_else(|| AppError::not_found("webhook"))?;
+            Ok::<_, AppError>(deliveries::attempts(c, w.id, &paging)?)
         })
         .await?;
     Ok(Json(SearchResult::new(

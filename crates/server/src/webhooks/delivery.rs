@@ -7,11 +7,12 @@ use std::time::Instant;
 use dialtone_store::deliveries::{self, Attempt, Due, Next};
 use tokio::sync::mpsc;
 
+use super::recorded_try::RecordedTry;
 use super::signing::sign;
 use crate::state::AppState;
 
 /// Last try; after it fails the delivery is dead.
-pub const LAST_TRY: i64 = 10;
+pub(crate) const LAST_TRY: i64 = 10;
 /// Most deliveries claimed per tick.
 const BATCH: i64 = 1000;
 /// A claimed delivery stays ours this long (longer than the receiver's timeout).
@@ -25,7 +26,7 @@ const MAX_ANSWER: usize = 4 * 1024;
 
 /// The HTTP client deliveries use: no redirects, no proxy, the configured timeout, names
 /// resolved through the outbound policy.
-pub fn client(
+pub(crate) fn client(
     timeout_ms: u64,
     outbound: &std::sync::Arc<crate::outbound::Outbound>,
 ) -> reqwest::Client {
@@ -41,7 +42,7 @@ pub fn client(
 }
 
 /// The envelope: `{event_at, event_id, hook_hash, try, type, data}` with `data` as stored.
-pub fn envelope(d: &Due) -> String {
+pub(crate) fn envelope(d: &Due) -> String {
     let s = |v: &str| serde_json::to_string(v).unwrap_or_else(|_| "\"\"".into());
     let hook = d
         .hook_sid
@@ -133,7 +134,7 @@ async fn attempt(
 /// Claims the due deliveries this node has room for and starts a try of each, every try on
 /// its own: recorded when it ends, by the recorder, never waited for here. Returns how many
 /// were started (or skipped: a disabled subscription's).
-pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
+pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
     let room = state.deliveries.room();
     if room == 0 {
         return Ok(0);
@@ -199,12 +200,6 @@ pub async fn tick(state: &AppState) -> anyhow::Result<usize> {
     Ok(count)
 }
 
-/// A try that ended, to be recorded (by the recorder).
-pub struct RecordedTry {
-    attempt: Attempt,
-    next: Next,
-}
-
 /// The channel to this node's recorder, started with the first try.
 fn recorder(state: &AppState) -> mpsc::UnboundedSender<RecordedTry> {
     state
@@ -238,7 +233,7 @@ async fn record_loop(state: AppState, mut rx: mpsc::UnboundedReceiver<RecordedTr
             .await;
         if let Err(e) = written {
             // The leases bring these deliveries back; their tries were made.
-            tracing::error!(error = %e, "webhook tries could not be recorded");
+            tracing::error!(error = %format!("{e:#}"), "webhook tries could not be recorded");
         }
         state.deliveries.recorded(batch.len());
     }

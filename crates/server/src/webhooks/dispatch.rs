@@ -20,13 +20,13 @@ use dialtone_store::deliveries::{Due, Exclusions};
 use crate::tally::Tally;
 
 /// Tries in flight on a node.
-pub const IN_FLIGHT: usize = 256;
+pub(crate) const IN_FLIGHT: usize = 256;
 /// Tries in flight for one account.
-pub const PER_ACCOUNT: usize = 128;
+pub(crate) const PER_ACCOUNT: usize = 128;
 /// Tries in flight to one endpoint.
-pub const PER_ENDPOINT: usize = 64;
+pub(crate) const PER_ENDPOINT: usize = 64;
 /// Failed tries in a row after which an endpoint is backed off (one try at a time).
-pub const BACKOFF_AFTER: u32 = 5;
+pub(crate) const BACKOFF_AFTER: u32 = 5;
 /// Most accounts or endpoints a claim leaves out by name (the busiest first).
 const MAX_EXCLUDED: usize = 64;
 

@@ -1,18 +1,19 @@
 //! Webhooks: subscriptions (shared by v2.0 and JSON-RPC) and the delivery worker.
 
-pub mod delivery;
-pub mod dispatch;
-pub mod signing;
+pub(crate) mod delivery;
+pub(crate) mod dispatch;
+pub(crate) mod recorded_try;
+pub(crate) mod signing;
 
 use dialtone_domain::Sid;
 use dialtone_store::webhooks::{self, Webhook};
 use serde_json::{Value, json};
 
-use crate::http::error::{ApiError, ApiResult};
+use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 
 /// The seed's 15 event names: the only webhook types.
-pub const EVENT_TYPES: [&str; 15] = [
+pub(crate) const EVENT_TYPES: [&str; 15] = [
     "billing.credit",
     "billing.credit_warning",
     "billing.credit_shutdown",
@@ -31,11 +32,11 @@ pub const EVENT_TYPES: [&str; 15] = [
 ];
 
 /// Signing algorithms.
-pub const ALGOS: [&str; 2] = ["SHA256", "SHA512"];
+pub(crate) const ALGOS: [&str; 2] = ["SHA256", "SHA512"];
 
 /// Signing options as asked for.
 #[derive(Debug, Clone, Default)]
-pub struct Signing {
+pub(crate) struct Signing {
     /// Secret: absent leaves it, `Some(None)` removes it.
     pub secret: Option<Option<String>>,
     /// Algorithm.
@@ -43,13 +44,13 @@ pub struct Signing {
 }
 
 /// Parses `options {hmac_secret, hmac_algo}`; errors name the option (prefixed `prefix`).
-pub fn parse_signing(v: &Value, prefix: &str) -> ApiResult<Signing> {
+pub(crate) fn parse_signing(v: &Value, prefix: &str) -> AppResult<Signing> {
     let mut out = Signing::default();
     let obj = match v {
         Value::Null => return Ok(out),
         Value::Object(o) => o,
         _ => {
-            return Err(ApiError::invalid(
+            return Err(AppError::invalid(
                 prefix.trim_end_matches('.'),
                 "must be an object",
             ));
@@ -63,7 +64,7 @@ pub fn parse_signing(v: &Value, prefix: &str) -> ApiResult<Signing> {
                 out.secret = Some(Some(s.clone()))
             }
             ("hmac_secret", _) => {
-                return Err(ApiError::invalid(
+                return Err(AppError::invalid(
                     param,
                     "must be a string of 1 to 256 characters",
                 ));
@@ -71,19 +72,19 @@ pub fn parse_signing(v: &Value, prefix: &str) -> ApiResult<Signing> {
             ("hmac_algo", Value::String(s)) if ALGOS.contains(&s.as_str()) => {
                 out.algo = Some(s.clone())
             }
-            ("hmac_algo", _) => return Err(ApiError::invalid(param, "must be SHA256 or SHA512")),
-            _ => return Err(ApiError::invalid(param, "unknown option")),
+            ("hmac_algo", _) => return Err(AppError::invalid(param, "must be SHA256 or SHA512")),
+            _ => return Err(AppError::invalid(param, "unknown option")),
         }
     }
     Ok(out)
 }
 
 /// Checks an event type.
-pub fn check_type(t: &str, param: &str) -> ApiResult<()> {
+pub(crate) fn check_type(t: &str, param: &str) -> AppResult<()> {
     if EVENT_TYPES.contains(&t) {
         Ok(())
     } else {
-        Err(ApiError::invalid(
+        Err(AppError::invalid(
             param,
             format!("must be one of: {}", EVENT_TYPES.join(", ")),
         ))
@@ -91,20 +92,20 @@ pub fn check_type(t: &str, param: &str) -> ApiResult<()> {
 }
 
 /// Checks an endpoint: an absolute http(s) URL.
-pub fn check_endpoint(url: &str, param: &str) -> ApiResult<()> {
+pub(crate) fn check_endpoint(url: &str, param: &str) -> AppResult<()> {
     let mut checks = crate::http::extract::Checks::default();
     checks.http_url(param, Some(url));
     checks.finish()
 }
 
 /// Creates a subscription.
-pub async fn subscribe(
+pub(crate) async fn subscribe(
     state: &AppState,
     account_id: i64,
     event_type: String,
     endpoint: String,
     signing: Signing,
-) -> ApiResult<Webhook> {
+) -> AppResult<Webhook> {
     let now = state.clock.now();
     let secret = signing.secret.flatten();
     let algo = signing.algo.unwrap_or_else(|| "SHA256".to_owned());
@@ -127,12 +128,12 @@ pub async fn subscribe(
 }
 
 /// Deletes a subscription; 404 when the account has none with that sid.
-pub async fn unsubscribe(state: &AppState, account_id: i64, sid: Sid) -> ApiResult<()> {
+pub(crate) async fn unsubscribe(state: &AppState, account_id: i64, sid: Sid) -> AppResult<()> {
     state
         .store
         .write(move |c| {
             let w = webhooks::get(c, account_id, &sid)?
-                .ok_or_else(|| ApiError::not_found("webhook"))?;
+                .ok_or_else(|| AppError::not_found("webhook"))?;
             webhooks::delete(c, w.id)?;
             Ok(())
         })
@@ -140,7 +141,7 @@ pub async fn unsubscribe(state: &AppState, account_id: i64, sid: Sid) -> ApiResu
 }
 
 /// The earlier interface's Webhook object (the secret is never shown).
-pub fn legacy(w: &Webhook) -> Value {
+pub(crate) fn legacy(w: &Webhook) -> Value {
     json!({
         "hash": w.sid.to_hash(),
         "type": w.event_type,

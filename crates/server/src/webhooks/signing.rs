@@ -5,7 +5,7 @@ use hmac::{Hmac, Mac};
 use sha2::{Sha256, Sha512};
 
 /// `X-<BRAND>-HmacSignature` of `body` with `secret`, for `SHA256` (default) or `SHA512`.
-pub fn sign(algo: &str, secret: &str, body: &[u8]) -> String {
+pub(crate) fn sign(algo: &str, secret: &str, body: &[u8]) -> String {
     let raw = if algo == "SHA512" {
         let mut mac = <Hmac<Sha512> as Mac>::new_from_slice(secret.as_bytes())
             .expect("HMAC takes keys of any length");

@@ -14,12 +14,14 @@ both_backends!(
     scenario_crud_search_and_attachments,
     an_api_run_computes_sends_sms_and_fetches,
     a_waiting_run_survives_a_restart_and_can_be_stopped,
+    a_run_whose_stored_waits_are_unreadable_fails_instead_of_hanging,
     an_inbound_sms_runs_the_attached_scenario,
     an_inbound_call_follows_the_ivr_and_leaves_cdrs,
     calls_to_detached_numbers_are_declined,
     gather_times_out_and_voicemail_records_real_audio,
     the_api_hangs_up_live_calls_only,
     transparent_forwarding_answers_on_the_target_and_pushes_the_final_cdr,
+    a_dial_rings_its_targets_in_turn_until_one_answers,
 );
 
 async fn create(
@@ -35,7 +37,7 @@ async fn create(
     .await
 }
 
-pub async fn scenario(app: &TestApp, acct: &TestAccount, script: &str) -> String {
+pub(crate) async fn scenario(app: &TestApp, acct: &TestAccount, script: &str) -> String {
     let (status, s) = create(app, acct, "test", script).await;
     assert_eq!(status, 201, "{s}");
     s["sid"].as_str().unwrap().to_owned()
@@ -330,6 +332,43 @@ async fn a_waiting_run_survives_a_restart_and_can_be_stopped(app: TestApp) {
     .await;
     assert_eq!(stopped["status"], "stopped", "{stopped}");
     assert!(stopped["variables"].get("$done").is_none());
+}
+
+async fn a_run_whose_stored_waits_are_unreadable_fails_instead_of_hanging(app: TestApp) {
+    let acct = app.account().await;
+    let sid = scenario(&app, &acct, "branches:\n  api-initiated:\n    actions:\n      - action: wait@v1\n        params: {seconds: 60}\n      - action: javascript@v1\n        params: {code: \"$done = true\"}\n").await;
+    let (_, started) =
+        send(app.req(&acct, Method::POST, &format!("/v2.0/actions/{sid}/runs"))).await;
+    let run = started["runId"].as_str().unwrap().to_owned();
+    // Its waits once stored, as a faulty disk or an older node's bug could leave them.
+    let mut changed = 0;
+    for _ in 0..500 {
+        let run = run.clone();
+        changed = app
+            .state
+            .store
+            .write(move |c| {
+                c.execute(
+                    "UPDATE runs SET pending = '[{\"kind\": \"nosuch\"}]' WHERE sid = $1 AND pending LIKE '%wait%'",
+                    dialtone_store::params![run.as_str()],
+                )
+            })
+            .await
+            .expect("corrupt");
+        if changed == 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(changed, 1);
+    app.clock.advance_ms(61_000);
+    app.tick().await;
+    let run = started["runId"].as_str().unwrap();
+    let r = finished_run(&app, &acct, &sid, run).await;
+    assert_eq!(r["status"], "failed", "{r}");
+    let error = r["error"].as_str().unwrap_or_default();
+    assert!(error.contains("stored waits cannot be read"), "{r}");
+    assert!(r["variables"].get("$done").is_none(), "{r}");
 }
 
 async fn an_inbound_sms_runs_the_attached_scenario(app: TestApp) {
@@ -707,7 +746,7 @@ async fn the_api_hangs_up_live_calls_only(app: TestApp) {
 }
 
 /// A mono 16-bit WAV of a 1 kHz tone.
-pub fn tone_wav(rate: u32, ms: u32) -> Vec<u8> {
+pub(crate) fn tone_wav(rate: u32, ms: u32) -> Vec<u8> {
     let n = rate * ms / 1000;
     let mut data = Vec::with_capacity(n as usize * 2);
     for i in 0..n {
@@ -885,4 +924,105 @@ async fn transparent_forwarding_answers_on_the_target_and_pushes_the_final_cdr(a
     let data = pushed("/hook/data");
     assert_eq!(data["recording"]["callid"], callid.as_str(), "{data}");
     assert_eq!(data["recording"]["duration"], 61, "{data}");
+}
+
+/// `dial@v1` rings its targets one after the other through the voice network: busy and
+/// unanswered targets are passed, the first that answers connects; when none answers, the
+/// dial's result is the last target's status.
+async fn a_dial_rings_its_targets_in_turn_until_one_answers(app: TestApp) {
+    let acct = app.account().await;
+    let number = buy(&app, &acct, "country=GB&type=mobile").await;
+    let script = |targets: &[&str]| {
+        let list: Vec<String> = targets
+            .iter()
+            .map(|t| format!("            - number: \"{t}\"\n"))
+            .collect();
+        format!(
+            "branches:\n  inbound-call:\n    actions:\n      - action: dial@v1\n        result: $dialled\n        params:\n          targets:\n{}      - action: say@v2\n        params: {{what: \"dialled ${{{{ $dialled.status }}}} ${{{{ $dialled.ok }}}}\"}}\n",
+            list.concat()
+        )
+    };
+    for (targets, answered) in [
+        (
+            vec!["+447700900100", "+447700900101", "+447700900123"],
+            true,
+        ),
+        (
+            vec!["+447700900100", "+447700900102", "+447700900101"],
+            false,
+        ),
+    ] {
+        let sid = scenario(&app, &acct, &script(&targets)).await;
+        send(app.req(
+            &acct,
+            Method::PUT,
+            &format!("/v2.0/numbers/{number}/scenario/{sid}"),
+        ))
+        .await;
+        let (status, call) = send(
+            app.req(&acct, Method::POST, "/sandbox/calls")
+                .json(&json!({"from": "+447700900999", "to": number})),
+        )
+        .await;
+        assert_eq!(status, 201, "{call}");
+        let dials: Vec<(String, String)> = call["timeline"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["kind"] == "dial")
+            .map(|t| {
+                (
+                    t["data"]["target"].as_str().unwrap().to_owned(),
+                    t["data"]["status"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        let expected: Vec<(String, String)> = if answered {
+            vec![
+                ("+447700900100".into(), "busy".into()),
+                ("+447700900101".into(), "no-answer".into()),
+                ("+447700900123".into(), "answered".into()),
+            ]
+        } else {
+            vec![
+                ("+447700900100".into(), "busy".into()),
+                ("+447700900102".into(), "failed".into()),
+                ("+447700900101".into(), "no-answer".into()),
+            ]
+        };
+        assert_eq!(dials, expected, "{call}");
+        let connected = call["timeline"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["kind"] == "connected");
+        assert_eq!(connected, answered, "{call}");
+        let said: Vec<&str> = call["timeline"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["kind"] == "say")
+            .map(|t| t["data"]["what"].as_str().unwrap())
+            .collect();
+        let callid = call["callid"].as_str().unwrap().to_owned();
+        if answered {
+            // The dial holds while the legs are bridged: its result comes with the hangup.
+            assert!(said.is_empty(), "{said:?}");
+            assert_eq!(call["status"], "answered", "{call}");
+            let (_, ended) = send(app.req(
+                &acct,
+                Method::POST,
+                &format!("/sandbox/calls/{callid}/hangup"),
+            ))
+            .await;
+            assert_eq!(ended["status"], "ended", "{ended}");
+        } else {
+            assert_eq!(said, ["dialled no-answer false"], "{call}");
+            let outbound = app.events(&acct.sid, "call.outbound_start").await;
+            assert!(
+                outbound.iter().all(|e| e["callid_in"] != callid.as_str()),
+                "no leg for targets that did not answer: {outbound:?}"
+            );
+        }
+    }
 }

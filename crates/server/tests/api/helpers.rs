@@ -10,12 +10,12 @@ use dialtone_store::DatabaseUrl;
 use reqwest::{Method, RequestBuilder, StatusCode};
 use serde_json::Value;
 
-pub const ADMIN_TOKEN: &str = "test-admin-token-0123456789";
+pub(crate) const ADMIN_TOKEN: &str = "test-admin-token-0123456789";
 /// Every test starts at this instant: 2025-06-01T12:00:00.000Z.
-pub const START: i64 = 1_748_779_200_000;
+pub(crate) const START: i64 = 1_748_779_200_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
+pub(crate) enum Backend {
     Sqlite,
     Postgres,
 }
@@ -44,7 +44,7 @@ macro_rules! both_backends {
 
 /// Says a test is skipped because a peer is missing; in CI (`DIALTONE_REQUIRE_PEERS` set by
 /// `.ci/run`, where every peer is installed) a missing peer fails the test instead.
-pub fn skip(reason: &str) {
+pub(crate) fn skip(reason: &str) {
     assert!(
         std::env::var_os("DIALTONE_REQUIRE_PEERS").is_none(),
         "a required peer is missing: {reason}"
@@ -72,7 +72,7 @@ impl Drop for PgSchema {
 }
 
 /// A running server on a fresh database.
-pub struct TestApp {
+pub(crate) struct TestApp {
     pub base: String,
     /// `https://ADDR` and the certificate to trust, when the test asked for HTTPS.
     pub https: Option<(String, std::path::PathBuf)>,
@@ -87,7 +87,7 @@ pub struct TestApp {
 
 /// An account made through the operator API, with its secrets.
 #[derive(Debug, Clone)]
-pub struct TestAccount {
+pub(crate) struct TestAccount {
     pub sid: String,
     pub api_key: String,
     pub login: String,
@@ -96,12 +96,15 @@ pub struct TestAccount {
 
 impl TestApp {
     /// A server on `backend`; None for PostgreSQL when no test database is configured.
-    pub async fn spawn(backend: Backend) -> Option<Self> {
+    pub(crate) async fn spawn(backend: Backend) -> Option<Self> {
         Self::spawn_with(backend, |_| {}).await
     }
 
     /// Like [`TestApp::spawn`], with a chance to change the configuration.
-    pub async fn spawn_with(backend: Backend, adjust: impl FnOnce(&mut Config)) -> Option<Self> {
+    pub(crate) async fn spawn_with(
+        backend: Backend,
+        adjust: impl FnOnce(&mut Config),
+    ) -> Option<Self> {
         // The server's warnings and errors go to the test's output (shown when it fails).
         let _ = tracing_subscriber::fmt()
             .with_env_filter(
@@ -156,15 +159,16 @@ impl TestApp {
     /// Runs every kind of due background work once, as the workers would, and waits (at
     /// most 30 s) for what it started on tasks of their own (SMS submissions, webhook tries,
     /// runs, conversions) to end.
-    pub async fn tick(&self) -> usize {
+    pub(crate) async fn tick(&self) -> usize {
         let n = self.tick_detached().await;
         let settled = async {
             self.state.submissions.settled().await;
             self.state.deliveries.settled().await;
             self.state.runs.settled().await;
             self.state.conversions.settled().await;
+            self.state.transcriptions.settled().await;
         };
-        tokio::time::timeout(std::time::Duration::from_secs(30), settled)
+        tokio::time::timeout(std::time::Duration::from_secs(120), settled)
             .await
             .expect("the work a tick started settles within its leases");
         n
@@ -172,12 +176,12 @@ impl TestApp {
 
     /// Runs every kind of due background work once, without waiting for the SMS
     /// submissions it started.
-    pub async fn tick_detached(&self) -> usize {
+    pub(crate) async fn tick_detached(&self) -> usize {
         dialtone::workers::tick(&self.state).await.expect("tick")
     }
 
     /// Another server process on the same database (a second node), sharing the clock.
-    pub async fn second_node(&self) -> (String, AppState) {
+    pub(crate) async fn second_node(&self) -> (String, AppState) {
         let mut config = self.config.clone();
         config.default_inventory = false;
         config.tls = None;
@@ -186,7 +190,7 @@ impl TestApp {
     }
 
     /// The account's events of one type, oldest first, as JSON.
-    pub async fn events(&self, account_sid: &str, event_type: &str) -> Vec<Value> {
+    pub(crate) async fn events(&self, account_sid: &str, event_type: &str) -> Vec<Value> {
         let sid = dialtone_domain::Sid::parse(account_sid).expect("sid");
         let event_type = event_type.to_owned();
         self.state
@@ -203,28 +207,28 @@ impl TestApp {
             .collect()
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
 
     /// A request with no credentials.
-    pub fn anon(&self, method: Method, path: &str) -> RequestBuilder {
+    pub(crate) fn anon(&self, method: Method, path: &str) -> RequestBuilder {
         self.client.request(method, self.url(path))
     }
 
     /// A request with the account's x-api-key.
-    pub fn req(&self, account: &TestAccount, method: Method, path: &str) -> RequestBuilder {
+    pub(crate) fn req(&self, account: &TestAccount, method: Method, path: &str) -> RequestBuilder {
         self.anon(method, path)
             .header("x-api-key", &account.api_key)
     }
 
     /// An operator request.
-    pub fn admin(&self, method: Method, path: &str) -> RequestBuilder {
+    pub(crate) fn admin(&self, method: Method, path: &str) -> RequestBuilder {
         self.anon(method, path).bearer_auth(ADMIN_TOKEN)
     }
 
     /// Creates an account with `credit` cents through the operator API.
-    pub async fn account_with(&self, body: Value) -> TestAccount {
+    pub(crate) async fn account_with(&self, body: Value) -> TestAccount {
         let (status, v) = send(self.admin(Method::POST, "/admin/accounts").json(&body)).await;
         assert_eq!(status, StatusCode::CREATED, "{v}");
         TestAccount {
@@ -236,13 +240,13 @@ impl TestApp {
     }
 
     /// A main account with 1000 EUR of credit.
-    pub async fn account(&self) -> TestAccount {
+    pub(crate) async fn account(&self) -> TestAccount {
         self.account_with(serde_json::json!({"name": "test", "credit": "100000.00"}))
             .await
     }
 
     /// A sub account of `parent`.
-    pub async fn sub_account(&self, parent: &TestAccount, credit: &str) -> TestAccount {
+    pub(crate) async fn sub_account(&self, parent: &TestAccount, credit: &str) -> TestAccount {
         self.account_with(
             serde_json::json!({"name": "sub", "parent": parent.sid, "credit": credit}),
         )
@@ -275,7 +279,7 @@ fn hex_id() -> String {
 }
 
 /// Sends and returns status and JSON body (Null when the body is empty or not JSON).
-pub async fn send(req: RequestBuilder) -> (StatusCode, Value) {
+pub(crate) async fn send(req: RequestBuilder) -> (StatusCode, Value) {
     let resp = req.send().await.expect("request sent");
     let status = resp.status();
     let bytes = resp.bytes().await.expect("body");
@@ -284,7 +288,7 @@ pub async fn send(req: RequestBuilder) -> (StatusCode, Value) {
 }
 
 /// Asserts an error answer of the contract's shape and returns its details' params.
-pub fn assert_error(
+pub(crate) fn assert_error(
     status: StatusCode,
     body: &Value,
     want_status: u16,

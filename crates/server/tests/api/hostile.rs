@@ -227,15 +227,15 @@ async fn a_decoder_that_dies_ends_its_file_in_error_at_once(app: TestApp) {
     // 40 s at 48 kHz: 3.8 MB to hold, in a process allowed no new memory at all.
     let big = wav_of(40);
     let sid = upload(&app, &acct, "big", "audio/wav", &big).await;
-    let budget = dialtone::media::converter::Budget {
+    let budget = dialtone::testing::Budget {
         memory_mb: 4,
-        ..dialtone::media::budget(&app.state)
+        ..dialtone::testing::budget(&app.state)
     };
-    let converted = dialtone::media::converter::convert(
+    let converted = dialtone::testing::convert(
         &budget,
         big,
         dialtone_media::DeclaredType::Wav,
-        &dialtone::media::limits(&app.state),
+        &dialtone::testing::limits(&app.state),
     )
     .await;
     match converted {

@@ -248,6 +248,12 @@ async fn another_account_gets_404_on_every_path_with_an_id(app: TestApp) {
             Value::Null,
         ),
         (
+            "/audio-files/{sid}/tts",
+            Method::PUT,
+            format!("/v2.0/audio-files/{audio}/tts"),
+            json!({"text": "mine now"}),
+        ),
+        (
             "/audio-files/{sid}/phone-id",
             Method::PUT,
             format!("/v2.0/audio-files/{audio}/phone-id?country=GB"),

@@ -12,7 +12,7 @@ both_backends!(
 );
 
 /// Calls a method with Basic login:password; returns the whole response object.
-pub async fn rpc(app: &TestApp, acct: &TestAccount, method: &str, params: Value) -> Value {
+pub(crate) async fn rpc(app: &TestApp, acct: &TestAccount, method: &str, params: Value) -> Value {
     let (status, body) = send(
         app.anon(Method::POST, "/json-rpc/v1.1/")
             .basic_auth(&acct.login, Some(&acct.password))

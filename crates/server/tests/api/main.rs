@@ -1,6 +1,12 @@
 //! Black-box tests of the dialtone server over HTTP. Every test runs against SQLite, and
 //! against PostgreSQL when DIALTONE_TEST_DATABASE_URL is set (otherwise it says it skipped).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::too_many_lines,
+    reason = "tests: a failed unwrap is a failed test, and a scenario reads best whole"
+)]
+
 mod helpers;
 
 mod actions;
@@ -25,9 +31,12 @@ mod receiver;
 mod recordings;
 mod retention;
 mod sdk;
+mod sip;
 mod slow_clients;
 mod smpp;
 mod smpp_faults;
 mod sms;
+mod speech;
 mod tasks;
+mod voice_peers;
 mod webhooks;

@@ -16,7 +16,7 @@ use sha2::Sha256;
 
 /// How the receiver answers a request.
 #[derive(Debug, Clone, Copy)]
-pub enum Reply {
+pub(crate) enum Reply {
     /// With this status.
     Status(u16),
     /// Never (holds the request open).
@@ -25,7 +25,7 @@ pub enum Reply {
 
 /// One request received.
 #[derive(Debug, Clone)]
-pub struct Received {
+pub(crate) struct Received {
     /// The path posted to (`/hook`, or below it).
     pub path: String,
     pub headers: HeaderMap,
@@ -42,7 +42,7 @@ struct Inner {
 
 /// A running receiver.
 #[derive(Clone)]
-pub struct Receiver {
+pub(crate) struct Receiver {
     pub url: String,
     inner: Arc<Mutex<Inner>>,
 }
@@ -76,7 +76,7 @@ async fn handle(
 
 impl Receiver {
     /// Starts a receiver answering 200 to everything posted to `/hook` or below it.
-    pub async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         let inner = Arc::new(Mutex::new(Inner::default()));
         let app = Router::new()
             .route("/hook", post(handle))
@@ -89,20 +89,20 @@ impl Receiver {
     }
 
     /// The next answers, in order; then `otherwise` (or 200).
-    pub fn script(&self, replies: &[Reply], otherwise: Option<Reply>) {
+    pub(crate) fn script(&self, replies: &[Reply], otherwise: Option<Reply>) {
         let mut i = self.inner.lock().unwrap();
         i.script = replies.iter().copied().collect();
         i.otherwise = otherwise;
     }
 
     /// Everything received so far.
-    pub fn received(&self) -> Vec<Received> {
+    pub(crate) fn received(&self) -> Vec<Received> {
         self.inner.lock().unwrap().got.clone()
     }
 }
 
 /// Checks a signature as the seed tells customers to: base64(HMAC-SHA256(secret, body)).
-pub fn signature_ok(r: &Received, brand: &str, secret: &str) -> bool {
+pub(crate) fn signature_ok(r: &Received, brand: &str, secret: &str) -> bool {
     let Some(sig) = r
         .headers
         .get(format!("x-{}-hmacsignature", brand.to_lowercase()))

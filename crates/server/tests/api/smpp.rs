@@ -276,7 +276,7 @@ async fn inbound_parts_survive_a_node_postgres() {
 /// SMSC only then), so a part that arrived through one node completes with a part that
 /// arrives through another, after the first is gone; a part delivered twice counts once.
 async fn inbound_parts_survive_a_node(app: TestApp) {
-    use dialtone::sms::carrier_events::handle;
+    use dialtone::testing::handle;
     use dialtone_carrier::smpp::text::PartOf;
     use dialtone_carrier::smpp::{Ack, CarrierEvent};
 

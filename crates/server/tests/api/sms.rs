@@ -18,7 +18,7 @@ both_backends!(
     multipart_and_unicode_are_billed_per_part,
 );
 
-pub async fn send_sms(
+pub(crate) async fn send_sms(
     app: &TestApp,
     acct: &TestAccount,
     query: &str,
@@ -51,7 +51,7 @@ async fn run_steps(app: &TestApp, steps: usize) {
     app.tick().await;
 }
 
-pub async fn buy(app: &TestApp, acct: &TestAccount, query: &str) -> String {
+pub(crate) async fn buy(app: &TestApp, acct: &TestAccount, query: &str) -> String {
     let (_, r) = send(app.req(acct, Method::POST, &format!("/v2.0/numbers/store?{query}"))).await;
     let (status, bought) = send(app.req(
         acct,

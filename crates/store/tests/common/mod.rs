@@ -4,7 +4,7 @@
 use dialtone_store::{DatabaseUrl, Store, StoreOptions};
 
 /// A store on a fresh SQLite file; the directory lives as long as the guard.
-pub async fn sqlite() -> (Store, tempfile::TempDir) {
+pub(crate) async fn sqlite() -> (Store, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("temp dir");
     let url = DatabaseUrl::Sqlite(dir.path().join("t.db"));
     let store = Store::open(&url, &StoreOptions::default())
@@ -14,7 +14,7 @@ pub async fn sqlite() -> (Store, tempfile::TempDir) {
 }
 
 /// A PostgreSQL schema made for one test, dropped with it.
-pub struct Schema {
+pub(crate) struct Schema {
     admin: String,
     name: String,
 }
@@ -41,7 +41,7 @@ fn run(admin: &str, sql: String) {
 /// A store on PostgreSQL in a fresh schema named `prefix` and the process id, or None (the
 /// test says it was skipped) without `DIALTONE_TEST_DATABASE_URL`. Drop the store before
 /// the schema.
-pub async fn postgres(prefix: &str, options: &StoreOptions) -> Option<(Store, Schema)> {
+pub(crate) async fn postgres(prefix: &str, options: &StoreOptions) -> Option<(Store, Schema)> {
     let Ok(admin) = std::env::var("DIALTONE_TEST_DATABASE_URL") else {
         assert!(
             std::env::var_os("DIALTONE_REQUIRE_PEERS").is_none(),

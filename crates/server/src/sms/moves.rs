@@ -1,0 +1,259 @@
+//! SMS status moves: each move of a batch queued with its history line and its event, and
+//! written together ([`Moves::flush`]); what a network's answer to a submission does to an
+//! SMS; delivery to a number of this platform reaching its owner.
+
+use std::collections::HashMap;
+
+use dialtone_carrier::{Accepted, Carrier, OutboundSms, Rejected, Simulated};
+use dialtone_domain::Timestamp;
+use dialtone_domain::sms::{Encoding, SmsStatus, layout};
+use dialtone_store::accounts;
+use dialtone_store::events::Outbox;
+use dialtone_store::numbers::owned;
+use dialtone_store::sms::{self as store, Sms, StateWrite, StatusChange};
+use dialtone_store::{Conn, billing};
+
+use super::events::queue_event;
+use super::inbound::receive;
+use crate::error::AppError;
+use crate::networks::SIMULATED;
+use crate::state::AppState;
+
+/// Wait before retrying a submission the carrier refused for now.
+pub(crate) const RETRY_MS: i64 = 10_000;
+
+/// The status moves of one transaction, written together by [`Moves::flush`] (a few
+/// multi-row statements for a batch, instead of two or three statements per move), and the
+/// accounts' billing modes their events show (`b_customer_mode`).
+#[derive(Default)]
+pub(crate) struct Moves {
+    modes: HashMap<i64, String>,
+    /// One new state per SMS (an SMS moved twice in the batch has its last one), by id.
+    states: Vec<StateWrite>,
+    index: HashMap<i64, usize>,
+    outbox: Outbox,
+}
+
+impl Moves {
+    /// Queues the new state of `moved` and its history line.
+    fn queue_state(&mut self, moved: &Sms, line: String) {
+        let state = StateWrite {
+            id: moved.id,
+            status: moved.status.clone(),
+            status_error: moved.status_error.clone(),
+            next_at: moved.next_at,
+            updated: moved.updated,
+            sent_at: moved.sent_at,
+            delivered_at: moved.delivered_at,
+            history_lines: line,
+            message_ids: None,
+        };
+        match self.index.get(&moved.id) {
+            Some(&i) => {
+                let mut lines = std::mem::take(&mut self.states[i].history_lines);
+                lines.push_str(&state.history_lines);
+                let message_ids = self.states[i].message_ids.take();
+                self.states[i] = StateWrite {
+                    history_lines: lines,
+                    message_ids,
+                    ..state
+                };
+            }
+            None => {
+                self.index.insert(moved.id, self.states.len());
+                self.states.push(state);
+            }
+        }
+    }
+
+    /// Records the network's ids of the parts of an SMS it took, with its queued new state
+    /// when it has one (it has after a move), else at once.
+    pub(crate) fn set_message_ids(
+        &mut self,
+        c: &mut dyn Conn,
+        sms_id: i64,
+        ids: String,
+    ) -> Result<(), AppError> {
+        match self.index.get(&sms_id) {
+            Some(&i) => self.states[i].message_ids = Some(ids),
+            None => {
+                c.execute(
+                    "UPDATE sms SET message_ids = $1 WHERE id = $2",
+                    dialtone_store::params![ids, sms_id],
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets when the worker next acts on an SMS (a lease, a retry, never): in its queued new
+    /// state when it has one (which would otherwise undo this), else at once.
+    pub(crate) fn reschedule(
+        &mut self,
+        c: &mut dyn Conn,
+        sms_id: i64,
+        next_at: Option<Timestamp>,
+    ) -> Result<(), AppError> {
+        match self.index.get(&sms_id) {
+            Some(&i) => self.states[i].next_at = next_at,
+            None => {
+                c.execute(
+                    "UPDATE sms SET next_at = $1 WHERE id = $2",
+                    dialtone_store::params![next_at, sms_id],
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the queued states and events. Every transaction that applies moves flushes
+    /// them before it commits.
+    pub(crate) fn flush(&mut self, c: &mut dyn Conn) -> Result<(), AppError> {
+        store::write_states(c, &self.states)?;
+        self.states.clear();
+        self.index.clear();
+        self.outbox.flush(c)?;
+        Ok(())
+    }
+
+    fn mode(&mut self, c: &mut dyn Conn, account_id: i64) -> Result<String, AppError> {
+        if let Some(m) = self.modes.get(&account_id) {
+            return Ok(m.clone());
+        }
+        let mode = accounts::by_id(c, account_id)?.map_or_else(
+            || "prepaid".to_owned(),
+            |a| a.billing_mode.as_str().to_owned(),
+        );
+        self.modes.insert(account_id, mode.clone());
+        Ok(mode)
+    }
+}
+
+/// When a move of `sms` happens: `now`, or a millisecond after its last move when that is
+/// not earlier, so the `sms.mt.status_update` events of one SMS carry strictly increasing
+/// `event_at` (also when one receipt moves it two steps in one transaction).
+fn move_time(sms: &Sms, now: Timestamp) -> Timestamp {
+    match sms.history.last() {
+        Some(last) if last.at >= now => last.at.plus_ms(1),
+        _ => now,
+    }
+}
+
+/// The simulated network, when `sms` is carried by it (and it is on).
+pub(crate) fn simulated_carrier<'a>(state: &'a AppState, sms: &Sms) -> Option<&'a Simulated> {
+    (sms.carrier == SIMULATED)
+        .then(|| state.networks.simulated().map(|s| s.as_ref()))
+        .flatten()
+}
+
+/// Moves `sms` to `next`, schedules what follows, emits the event; on the simulated
+/// network, delivery to a number of this platform also reaches its owner as an inbound SMS.
+/// Returns the SMS as it now is.
+pub(crate) fn apply(
+    c: &mut dyn Conn,
+    state: &AppState,
+    moves: &mut Moves,
+    sms: &Sms,
+    next: SmsStatus,
+    error: &str,
+    now: Timestamp,
+) -> Result<Sms, AppError> {
+    let at = move_time(sms, now);
+    let simulated = simulated_carrier(state, sms);
+    let following = simulated
+        .and_then(|sim| sim.next_status(&sms.to, next))
+        .map(|(_, after)| at.plus_ms(after));
+    let mut moved = sms.clone();
+    moved.history.push(StatusChange {
+        old_status: sms.status.clone(),
+        new_status: next.as_str().to_owned(),
+        at,
+    });
+    moved.status = next.as_str().to_owned();
+    moved.status_error = error.to_owned();
+    moved.next_at = following;
+    moved.updated = at;
+    if next == SmsStatus::Sent {
+        moved.sent_at = moved.sent_at.or(Some(at));
+    }
+    if next == SmsStatus::Delivered {
+        moved.delivered_at = moved.delivered_at.or(Some(at));
+    }
+    moves.queue_state(&moved, store::history_line(&sms.status, next.as_str(), at));
+    let mode = moves.mode(c, sms.account_id)?;
+    queue_event(&mut moves.outbox, &moved, &mode, at);
+    if next == SmsStatus::Delivered
+        && simulated.is_some()
+        && let Some(number) = owned::by_e164(c, &sms.to)?
+        && let Some(owner_id) = number.account_id
+        && let Some(owner) = accounts::by_id(c, owner_id)?
+    {
+        // Written first, so the delivery's event comes before the `sms.mo` it causes.
+        moves.flush(c)?;
+        receive(c, state, &owner, &sms.from, &sms.to, &sms.body, at)?;
+    }
+    Ok(moved)
+}
+
+/// The SMS as handed to its network: the text split into its parts, and the concatenation
+/// reference every submission of it carries.
+pub(crate) fn outbound(sms: &Sms) -> OutboundSms {
+    let encoding = Encoding::parse(&sms.encoding).unwrap_or(Encoding::Unicode);
+    let parts = layout(&sms.body, Some(encoding))
+        .map(|l| l.parts)
+        .unwrap_or_else(|_| vec![sms.body.clone()]);
+    OutboundSms {
+        sid: sms.sid.to_string(),
+        from: sms.from.clone(),
+        to: sms.to.clone(),
+        parts,
+        encoding,
+        flash: sms.flash,
+        // The SMS's own number, not a counter: the same on every try and every node.
+        reference: (sms.id.rem_euclid(1 << 16)) as u16,
+    }
+}
+
+/// Records the simulated network's answer to the submission of `sms`: pending, error with
+/// a refund when refused for good, due again later when refused for now.
+pub(crate) fn settle_now(
+    c: &mut dyn Conn,
+    state: &AppState,
+    moves: &mut Moves,
+    sms: &Sms,
+    outcome: &Result<Accepted, Rejected>,
+    now: Timestamp,
+) -> Result<(), AppError> {
+    match outcome {
+        Ok(accepted) => {
+            apply(c, state, moves, sms, SmsStatus::Pending, "", now)?;
+            moves.set_message_ids(c, sms.id, accepted.message_ids.join(","))?;
+        }
+        Err(rejected) if rejected.permanent => refuse(c, state, moves, sms, &rejected.reason, now)?,
+        Err(_) => moves.reschedule(c, sms.id, Some(now.plus_ms(RETRY_MS)))?,
+    }
+    Ok(())
+}
+
+/// Ends an SMS no network took in `error`, with its debit refunded.
+pub(crate) fn refuse(
+    c: &mut dyn Conn,
+    state: &AppState,
+    moves: &mut Moves,
+    sms: &Sms,
+    reason: &str,
+    now: Timestamp,
+) -> Result<(), AppError> {
+    apply(c, state, moves, sms, SmsStatus::Error, reason, now)?;
+    if sms.billing_debit > dialtone_domain::Money::ZERO {
+        billing::credit(
+            c,
+            sms.account_id,
+            sms.billing_debit,
+            "refund",
+            sms.sid.as_str(),
+            now,
+        )?;
+    }
+    Ok(())
+}
