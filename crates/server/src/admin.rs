@@ -62,18 +62,40 @@ async fn require_admin(State(state): State<AppState>, req: Request, next: Next) 
     let Some(expected) = state.config.admin_token.as_deref() else {
         return AppError::not_found("path").into_response();
     };
-    let presented = req
+    let bearer = req
         .headers()
         .get("authorization")
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or_default();
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let Some(presented) = bearer else {
+        return match operator_session(&state, req.headers()).await {
+            Ok(()) => next.run(req).await,
+            Err(e) => e.into_response(),
+        };
+    };
     // Compare digests so the comparison time does not depend on the token's bytes.
     if Sha256::digest(presented.as_bytes()) != Sha256::digest(expected.as_bytes()) {
         return AppError::auth("missing or wrong admin token (Authorization: Bearer ADMIN_TOKEN)")
             .into_response();
     }
     next.run(req).await
+}
+
+/// The operator's console session (signed in with the admin token, its CSRF token echoed).
+async fn operator_session(state: &AppState, headers: &axum::http::HeaderMap) -> AppResult<()> {
+    use crate::http::console_session;
+    use dialtone_store::console_sessions::SessionKind;
+    let signed_in = console_session::find(state, headers)
+        .await?
+        .ok_or_else(|| {
+            AppError::auth("missing or wrong admin token (Authorization: Bearer ADMIN_TOKEN)")
+        })?;
+    if signed_in.session.kind != SessionKind::Admin {
+        return Err(AppError::auth(
+            "an account's console session is not the operator's",
+        ));
+    }
+    console_session::check_csrf(headers, &signed_in)
 }
 
 #[derive(Debug, Deserialize)]

@@ -98,6 +98,7 @@ impl Application {
             keys: Arc::default(),
             limiter: Arc::default(),
             auth_guard: http::guard::AuthGuard::new(config_threads(), state_config_failures),
+            feeds: http::feed_slots::FeedSlots::default(),
             speech: Arc::default(),
         });
         let stored_trunks = crate::voice::sip::stored_trunks(&state).await?;
@@ -261,7 +262,8 @@ pub fn router(state: AppState) -> Router {
         .nest("/v2.0", v2.layer(keyed()))
         .merge(jsonrpc::router())
         .merge(rest11::router())
-        .merge(ops::router());
+        .merge(ops::router())
+        .merge(crate::console::router());
     if state.networks.simulated().is_some() {
         app = app.merge(sandbox::router().layer(keyed()));
     }

@@ -31,6 +31,12 @@ pub async fn create_dev_account(state: &AppState) -> anyhow::Result<Option<Provi
     }
 }
 
+/// A one-time link to the console signed in as the account just made (its path; the first
+/// start prints it beside the base URL).
+pub async fn console_link(state: &AppState, made: &ProvisionedAccount) -> anyhow::Result<String> {
+    crate::console::session::one_time_link(state, made.account.id).await
+}
+
 /// Where HTTPS answers, for the first start's lines.
 #[derive(Debug, Clone)]
 pub struct Https {
@@ -45,7 +51,12 @@ pub struct Https {
 }
 
 /// The lines printed once, on the first start.
-pub fn announcement(made: &ProvisionedAccount, base_url: &str, https: Option<&Https>) -> String {
+pub fn announcement(
+    made: &ProvisionedAccount,
+    base_url: &str,
+    https: Option<&Https>,
+    console_link: Option<&str>,
+) -> String {
     let mut text = format!(
         "\n  dialtone created a dev account (shown once; keep it):\n\
          \n    account SID  {sid}\
@@ -54,7 +65,8 @@ pub fn announcement(made: &ProvisionedAccount, base_url: &str, https: Option<&Ht
          \n    password     {password}\
          \n    credit       {credit} cents ({currency})\n\
          \n  try it:\n\
-         \n    curl -H 'x-api-key: {key}' {base_url}/v2.0/ping\n",
+         \n    curl -H 'x-api-key: {key}' {base_url}/v2.0/ping\n\
+         \n  console: {base_url}/ (sign in with the login and password above)\n",
         sid = made.account.sid,
         key = made.api_key,
         login = made.account.login,
@@ -62,6 +74,11 @@ pub fn announcement(made: &ProvisionedAccount, base_url: &str, https: Option<&Ht
         credit = made.account.credit,
         currency = made.account.currency,
     );
+    if let Some(link) = console_link {
+        text.push_str(&format!(
+            "    opened signed in, once (valid 24 hours): {base_url}{link}\n"
+        ));
+    }
     if let Some(https) = https {
         let kind = if https.self_signed {
             " (self-signed)"

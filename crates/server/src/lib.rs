@@ -12,6 +12,7 @@ pub(crate) mod billing;
 pub mod bootstrap;
 pub mod cli;
 pub mod config;
+pub(crate) mod console;
 pub(crate) mod error;
 pub(crate) mod http;
 pub(crate) mod jsonrpc;
@@ -60,4 +61,21 @@ pub mod testing {
     pub use crate::media::converter::{Budget, convert};
     pub use crate::media::{budget, emit_status, limits, phone_recording};
     pub use crate::sms::carrier_events::handle;
+
+    /// A one-time console link (its path) for the account of `sid`.
+    ///
+    /// # Panics
+    /// When there is no such account or the link cannot be stored.
+    pub async fn console_link(state: &crate::state::AppState, sid: &str) -> String {
+        let sid = dialtone_domain::Sid::parse(sid).expect("an account sid");
+        let account = state
+            .store
+            .read(move |c| dialtone_store::accounts::by_sid(c, &sid))
+            .await
+            .expect("read")
+            .expect("the account");
+        crate::console::session::one_time_link(state, account.id)
+            .await
+            .expect("a link")
+    }
 }

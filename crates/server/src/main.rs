@@ -130,10 +130,23 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     if dev_account && state.store.read(dialtone_store::accounts::is_empty).await? {
         tokio::spawn(async move {
             match bootstrap::create_dev_account(&state).await {
-                Ok(Some(made)) => println!(
-                    "{}",
-                    bootstrap::announcement(&made, &format!("http://{addr}"), https.as_ref())
-                ),
+                Ok(Some(made)) => {
+                    let link = bootstrap::console_link(&state, &made)
+                        .await
+                        .inspect_err(
+                            |e| tracing::warn!(error = %format!("{e:#}"), "no console link"),
+                        )
+                        .ok();
+                    println!(
+                        "{}",
+                        bootstrap::announcement(
+                            &made,
+                            &format!("http://{addr}"),
+                            https.as_ref(),
+                            link.as_deref()
+                        )
+                    );
+                }
                 Ok(None) => {}
                 Err(e) => {
                     tracing::error!(error = %format!("{e:#}"), "could not create the dev account")

@@ -22,7 +22,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 
-use crate::http::client::{Admitted, ClientAddr, Connections};
+use crate::http::client::{Admitted, ClientAddr, Connections, OverTls};
 
 /// How long a stop waits for in-flight requests, then for the background tick in progress.
 pub(crate) const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
@@ -84,6 +84,7 @@ pub(crate) async fn serve(
             watcher: graceful.watcher(),
             client: peer,
             admitted,
+            over_tls: tls.is_some(),
         };
         match tls {
             None => {
@@ -143,6 +144,7 @@ struct Conn {
     watcher: Watcher,
     client: SocketAddr,
     admitted: Admitted,
+    over_tls: bool,
 }
 
 impl Conn {
@@ -157,12 +159,16 @@ impl Conn {
             watcher,
             client,
             admitted,
+            over_tls,
         } = self;
         let ip = client.ip();
         let tagged = tower::ServiceExt::map_request(
             router,
             move |mut req: Request<hyper::body::Incoming>| {
                 req.extensions_mut().insert(ClientAddr(ip));
+                if over_tls {
+                    req.extensions_mut().insert(OverTls);
+                }
                 req
             },
         );

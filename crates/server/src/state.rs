@@ -98,4 +98,6 @@ pub struct Shared {
     pub auth_guard: crate::http::guard::AuthGuard,
     /// Text spoken on calls (synthesized, cached).
     pub(crate) speech: Arc<crate::speech::Speech>,
+    /// The console's live feeds open per account.
+    pub(crate) feeds: crate::http::feed_slots::FeedSlots,
 }

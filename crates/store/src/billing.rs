@@ -359,3 +359,50 @@ pub fn extend(conn: &mut dyn Conn, number_id: i64, until: Timestamp) -> Result<(
     )?;
     Ok(())
 }
+
+/// One movement of an account's balance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerEntry {
+    /// Internal key (the console's cursor).
+    pub id: i64,
+    /// Signed amount.
+    pub amount: Money,
+    /// The balance after it.
+    pub balance_after: Money,
+    /// What kind of movement (`sms`, `call`, `number`, `top_up`, ...).
+    pub kind: String,
+    /// What caused it (an SMS sid, a call id, a number).
+    pub cause: Option<String>,
+    /// When.
+    pub created: Timestamp,
+}
+
+/// A page of the account's ledger newest first, from after `keyset`'s id.
+pub fn ledger_newest(
+    conn: &mut dyn Conn,
+    account_id: i64,
+    keyset: &crate::search::Keyset,
+) -> Result<Vec<LedgerEntry>, DbError> {
+    let mut q = crate::sql::SqlBuilder::new("FROM ledger WHERE account_id = ");
+    q.bind(account_id);
+    crate::search::newest_first(
+        conn,
+        "id, amount, balance_after, kind, cause, created",
+        &q,
+        None,
+        "id",
+        keyset,
+    )?
+    .iter()
+    .map(|r| {
+        Ok(LedgerEntry {
+            id: r.int(0)?,
+            amount: r.money(1)?,
+            balance_after: r.money(2)?,
+            kind: r.text(3)?,
+            cause: r.opt_text(4)?,
+            created: r.timestamp(5)?,
+        })
+    })
+    .collect()
+}

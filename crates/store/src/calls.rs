@@ -385,3 +385,40 @@ pub fn set_audio_none(conn: &mut dyn Conn, id: i64) -> Result<(), DbError> {
     conn.execute("UPDATE calls SET audio = NULL WHERE id = $1", params![id])?;
     Ok(())
 }
+
+/// Which calls a console list shows.
+#[derive(Debug, Clone, Default)]
+pub struct CallFilter {
+    /// Inbound or outbound.
+    pub direction: Option<CallDirection>,
+    /// Where the call stands.
+    pub status: Option<CallStatus>,
+    /// The caller or the callee.
+    pub party: Option<String>,
+}
+
+/// A page of the account's calls newest first, from after `keyset`'s id.
+pub fn newest(
+    conn: &mut dyn Conn,
+    account_id: i64,
+    f: &CallFilter,
+    keyset: &crate::search::Keyset,
+) -> Result<Vec<Call>, DbError> {
+    let mut q = crate::sql::SqlBuilder::new("FROM calls WHERE account_id = ");
+    q.bind(account_id);
+    if let Some(d) = f.direction {
+        q.push(" AND direction = ").bind(d.as_str());
+    }
+    if let Some(s) = f.status {
+        q.push(" AND status = ").bind(s.as_str());
+    }
+    if let Some(p) = &f.party {
+        q.push(" AND (caller = ").bind(p.as_str());
+        q.push(" OR callee = ").bind(p.as_str());
+        q.push(")");
+    }
+    crate::search::newest_first(conn, COLUMNS, &q, None, "id", keyset)?
+        .iter()
+        .map(from_row)
+        .collect()
+}

@@ -279,6 +279,54 @@ pub fn list(conn: &mut dyn Conn, account_id: i64) -> Result<Vec<StoredEvent>, Db
     .collect()
 }
 
+/// An event as the console's live feed sends it.
+#[derive(Debug, Clone)]
+pub struct FeedEvent {
+    /// Internal key: the feed's position.
+    pub id: i64,
+    /// Event name.
+    pub event_type: String,
+    /// JSON object pushed.
+    pub data: String,
+}
+
+/// The account's events after position `after`, oldest first, at most `limit`.
+pub fn after(
+    conn: &mut dyn Conn,
+    account_id: i64,
+    after: i64,
+    limit: i64,
+) -> Result<Vec<FeedEvent>, DbError> {
+    conn.query(
+        &format!(
+            "SELECT id, type, data FROM events WHERE account_id = $1 AND id > $2 ORDER BY id LIMIT {}",
+            limit.clamp(1, 1000)
+        ),
+        params![account_id, after],
+    )?
+    .iter()
+    .map(|r| {
+        Ok(FeedEvent {
+            id: r.int(0)?,
+            event_type: r.text(1)?,
+            data: r.text(2)?,
+        })
+    })
+    .collect()
+}
+
+/// The position of the account's newest event (0 without any).
+pub fn last_position(conn: &mut dyn Conn, account_id: i64) -> Result<i64, DbError> {
+    Ok(conn
+        .query_opt(
+            "SELECT id FROM events WHERE account_id = $1 ORDER BY id DESC LIMIT 1",
+            params![account_id],
+        )?
+        .map(|r| r.int(0))
+        .transpose()?
+        .unwrap_or(0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::new_event_id;

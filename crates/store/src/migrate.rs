@@ -49,6 +49,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(21, "0021_call_networks"),
     migration!(22, "0022_sip_trunks"),
     migration!(23, "0023_speech"),
+    migration!(24, "0024_console"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

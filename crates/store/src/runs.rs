@@ -253,3 +253,20 @@ pub fn set_start(
     )?;
     Ok(())
 }
+
+/// A page of the runs of one of the account's scenarios newest first, from after
+/// `keyset`'s id.
+pub fn newest_of_scenario(
+    conn: &mut dyn Conn,
+    account_id: i64,
+    scenario_sid: &str,
+    keyset: &crate::search::Keyset,
+) -> Result<Vec<Run>, DbError> {
+    let mut q = crate::sql::SqlBuilder::new("FROM runs WHERE account_id = ");
+    q.bind(account_id);
+    q.push(" AND scenario_sid = ").bind(scenario_sid);
+    crate::search::newest_first(conn, COLUMNS, &q, None, "id", keyset)?
+        .iter()
+        .map(from_row)
+        .collect()
+}

@@ -62,3 +62,52 @@ pub fn push_contains(b: &mut SqlBuilder, dialect: Dialect, column: &str, text: &
     b.bind(format!("%{escaped}%"));
     b.push(" ESCAPE '\\'");
 }
+
+/// Where a newest-first list goes on: after the row last seen, `(time, id)` (time is 0 for
+/// lists ordered by id alone). No count, no offset: a page costs the same at any depth.
+#[derive(Debug, Clone, Copy)]
+pub struct Keyset {
+    /// The last row seen; None for the first page.
+    pub after: Option<(i64, i64)>,
+    /// Rows to return.
+    pub limit: i64,
+}
+
+/// Runs `SELECT columns <filter>` newest first, by `time_column` then `id_column` (by
+/// `id_column` alone without a time column), from after the keyset's row. The conditions
+/// are written so both databases range-scan an index ending in (time, id) or (id).
+pub fn newest_first(
+    conn: &mut dyn Conn,
+    columns: &str,
+    filter: &SqlBuilder,
+    time_column: Option<&str>,
+    id_column: &str,
+    keyset: &Keyset,
+) -> Result<Vec<Row>, DbError> {
+    let mut params = filter.params().to_vec();
+    let mut sql = format!("SELECT {columns} {}", filter.sql());
+    if let Some((time, id)) = keyset.after {
+        let n = params.len();
+        match time_column {
+            Some(t) => {
+                sql.push_str(&format!(
+                    " AND {t} <= ${a} AND ({t} < ${a} OR {id_column} < ${b})",
+                    a = n + 1,
+                    b = n + 2
+                ));
+                params.push(time.into());
+                params.push(id.into());
+            }
+            None => {
+                sql.push_str(&format!(" AND {id_column} < ${}", n + 1));
+                params.push(id.into());
+            }
+        }
+    }
+    match time_column {
+        Some(t) => sql.push_str(&format!(" ORDER BY {t} DESC, {id_column} DESC")),
+        None => sql.push_str(&format!(" ORDER BY {id_column} DESC")),
+    }
+    sql.push_str(&format!(" LIMIT {}", keyset.limit.clamp(1, 500)));
+    conn.query(&sql, &params)
+}

@@ -523,3 +523,18 @@ pub fn number_in_country(
     .map(|r| r.text(0))
     .transpose()
 }
+
+/// A page of the account's SMS newest first, from after `keyset`'s (created, id): the
+/// console's list, through the (account, direction, created) index at any depth.
+pub fn newest(
+    conn: &mut dyn Conn,
+    account_id: i64,
+    f: &SmsFilter,
+    keyset: &search::Keyset,
+) -> Result<Vec<Sms>, DbError> {
+    let q = filtered(conn, account_id, f);
+    search::newest_first(conn, COLUMNS, &q, Some("created"), "id", keyset)?
+        .iter()
+        .map(from_row)
+        .collect()
+}

@@ -1,6 +1,8 @@
 //! Who is calling. v2.0 accepts `x-api-key: KEY` or Basic `SID:KEY` (SID the key's account
 //! or one of its sub accounts); the earlier interfaces accept Basic `login:password` or
-//! `Authorization: Api-Key KEY`. Anything else is 401 `auth_error`.
+//! `Authorization: Api-Key KEY`; the web console's session cookie with its CSRF token
+//! ([`super::console_session`]) stands for an account's key. Anything else is 401
+//! `auth_error`.
 
 use axum::extract::FromRequestParts;
 use axum::http::HeaderMap;
@@ -67,7 +69,7 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> AppResult<Option<&'a str>> 
 
 /// The account of a live key, through the cache of accounts by key (its `credit` may be
 /// older than the last debit).
-async fn account_by_key(state: &AppState, key: &str) -> AppResult<Option<Account>> {
+pub(crate) async fn account_by_key(state: &AppState, key: &str) -> AppResult<Option<Account>> {
     let hash = hash_api_key(key);
     let keys = state.keys.clone();
     Ok(state.store.lookup(move |c| keys.account(c, &hash)).await?)
@@ -116,6 +118,8 @@ async fn authenticate(parts: &Parts, state: &AppState) -> AppResult<Caller> {
                 )
             })?;
             Presented::Basic { user, secret }
+        } else if let Some(signed_in) = super::console_session::find(state, &parts.headers).await? {
+            return console_caller(state, &parts.headers, &signed_in).await;
         } else {
             return Err(AppError::auth(
                 "missing credentials: send x-api-key, or Basic authentication with SID:API_KEY",
@@ -150,6 +154,25 @@ async fn authenticate(parts: &Parts, state: &AppState) -> AppResult<Caller> {
             }
         }
     }
+}
+
+/// The account of a console session (an account's, with its CSRF token echoed).
+async fn console_caller(
+    state: &AppState,
+    headers: &HeaderMap,
+    signed_in: &super::console_session::SignedIn,
+) -> AppResult<Caller> {
+    super::console_session::check_csrf(headers, signed_in)?;
+    let id = signed_in
+        .session
+        .account_id
+        .ok_or_else(|| AppError::auth("the operator's console session has no account"))?;
+    let account = state
+        .store
+        .lookup(move |c| accounts::by_id(c, id))
+        .await?
+        .ok_or_else(|| AppError::auth("the console session's account is gone"))?;
+    Ok(Caller { account })
 }
 
 /// The account a request of the earlier interfaces (JSON-RPC, SMS REST v1.1) acts on.

@@ -12,6 +12,10 @@ use std::sync::{Arc, Mutex};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct ClientAddr(pub IpAddr);
 
+/// Marks a request that came over HTTPS (cookies it sets are `Secure`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OverTls;
+
 /// The client address of a request, when the accept loop put one there (an extractor that
 /// never fails).
 #[derive(Debug, Clone, Copy)]

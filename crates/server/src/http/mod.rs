@@ -5,8 +5,10 @@
 pub(crate) mod auth;
 pub(crate) mod body;
 pub(crate) mod client;
+pub(crate) mod console_session;
 pub(crate) mod error;
 pub(crate) mod extract;
+pub(crate) mod feed_slots;
 pub(crate) mod guard;
 pub(crate) mod idempotency;
 pub(crate) mod login_as;

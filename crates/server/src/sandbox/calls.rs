@@ -37,7 +37,7 @@ pub(super) struct DtmfBody {
 /// A sandbox call: its CDR, what happened on it, and the run handling it.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct SandboxCall {
+pub(crate) struct SandboxCall {
     /// CDR fields (callid, direction, from, to, status, started, ...).
     #[serde(flatten)]
     pub cdr: Value,
@@ -47,7 +47,7 @@ pub(super) struct SandboxCall {
     pub pending_digits: String,
 }
 
-async fn render(state: &AppState, call_id: i64) -> AppResult<SandboxCall> {
+pub(crate) async fn render(state: &AppState, call_id: i64) -> AppResult<SandboxCall> {
     let (call, timeline) = state
         .store
         .read(move |c| {

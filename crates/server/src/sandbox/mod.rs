@@ -1,7 +1,7 @@
 //! `/sandbox`: controls of the simulated network, with the same credentials as v2.0, acting
 //! on the caller's account. Mounted only when the simulated network is in use.
 
-mod calls;
+pub(crate) mod calls;
 mod sms;
 
 use axum::Router;

@@ -13,7 +13,15 @@ use super::legacy;
 pub(crate) fn queue_event(outbox: &mut Outbox, sms: &Sms, billing_mode: &str, now: Timestamp) {
     let data = legacy::sms_object_text(sms, billing_mode);
     if sms.direction == Direction::Inbound.as_str() {
-        outbox.push(sms.account_id, "sms.mo", data, None, None, now);
+        // Keyed by the SMS too: the console finds the deliveries an SMS caused by it.
+        outbox.push(
+            sms.account_id,
+            "sms.mo",
+            data,
+            None,
+            Some(sms.sid.as_str()),
+            now,
+        );
     } else {
         // One SMS's status updates reach each subscriber in order.
         outbox.push(

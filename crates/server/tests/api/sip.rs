@@ -1244,8 +1244,18 @@ async fn words_spoken_by_the_neural_voice_are_recorded_and_transcribed_back(app:
         .as_str()
         .expect("voicemail")
         .to_owned();
-    let (_, recording) =
-        send(app.req(&acct, Method::GET, &format!("/v2.0/recordings/{message}"))).await;
+    // The account's recordings are transcribed one after the other: the voicemail may
+    // still be waiting for its turn.
+    let mut recording = Value::Null;
+    for _ in 0..10 {
+        recording = send(app.req(&acct, Method::GET, &format!("/v2.0/recordings/{message}")))
+            .await
+            .1;
+        if recording["transcription"]["status"] != "pending" {
+            break;
+        }
+        app.tick().await;
+    }
     assert_eq!(recording["transcription"]["status"], "ready", "{recording}");
     assert_eq!(
         recording["transcription"]["language"], "en-US",

@@ -339,7 +339,7 @@ impl Baresip {
         read_until(&mut ctrl, "\"response\"").await;
     }
 
-    /// Waits (at most 15 s) for an event of type `kind` (such as `CALL_ESTABLISHED`), or
+    /// Waits (at most 30 s: a loaded machine is slow to set calls up) for an event of type `kind` (such as `CALL_ESTABLISHED`), or
     /// finds it among those already received.
     pub(crate) async fn wait(&self, kind: &str) {
         let mut ctrl = self.ctrl.lock().await;
@@ -401,7 +401,7 @@ pub(crate) async fn measure(file: &Path, band: Option<(u32, u32)>) -> Measured {
 /// up to it is consumed.
 async fn read_until(ctrl: &mut (TcpStream, String), needle: &str) -> bool {
     let mut buf = vec![0u8; 65536];
-    let found = tokio::time::timeout(Duration::from_secs(15), async {
+    let found = tokio::time::timeout(Duration::from_secs(30), async {
         loop {
             if let Some(at) = ctrl.1.find(needle) {
                 ctrl.1.drain(..at + needle.len());

@@ -1,0 +1,433 @@
+//! The web console: its page under a strict Content-Security-Policy, sessions (sign-in by
+//! password, API key or admin token; the cookie; CSRF; sign-out; the one-time link), its
+//! keyset lists, and in a real headless Chromium: sign-in, every view, the scenario
+//! editor's error at its line, and a sandbox SMS arriving live with its webhook delivery.
+
+use reqwest::Method;
+use reqwest::header::{CONTENT_SECURITY_POLICY, COOKIE, SET_COOKIE};
+use serde_json::{Value, json};
+
+use crate::both_backends;
+use crate::helpers::{ADMIN_TOKEN, TestAccount, TestApp, assert_error, send};
+use crate::receiver::Receiver;
+use crate::webdriver::{Browser, available};
+
+both_backends!(
+    the_page_is_served_under_a_strict_policy,
+    sessions_need_their_csrf_token_and_end_when_signed_out,
+    the_operator_signs_in_with_the_admin_token_and_accounts_cannot,
+    lists_page_by_keyset_and_a_delivery_shows_its_request,
+    the_console_works_in_a_real_browser,
+);
+
+/// Signs in through the API; returns the cookie header and the CSRF token.
+async fn sign_in(app: &TestApp, body: Value) -> (String, String) {
+    let res = app
+        .anon(Method::POST, "/console/session")
+        .json(&body)
+        .send()
+        .await
+        .expect("sign in");
+    assert_eq!(res.status(), 200);
+    let cookie = res
+        .headers()
+        .get(SET_COOKIE)
+        .and_then(|v| v.to_str().ok())
+        .expect("a cookie")
+        .to_owned();
+    assert!(cookie.contains("HttpOnly"), "{cookie}");
+    assert!(cookie.contains("SameSite=Strict"), "{cookie}");
+    let pair = cookie.split(';').next().expect("pair").to_owned();
+    let session: Value = res.json().await.expect("json");
+    let csrf = session["csrf"].as_str().expect("csrf").to_owned();
+    (pair, csrf)
+}
+
+async fn the_page_is_served_under_a_strict_policy(app: TestApp) {
+    let res = app.anon(Method::GET, "/").send().await.expect("page");
+    assert_eq!(res.status(), 200);
+    let csp = res
+        .headers()
+        .get(CONTENT_SECURITY_POLICY)
+        .and_then(|v| v.to_str().ok())
+        .expect("a policy")
+        .to_owned();
+    for part in [
+        "default-src 'none'",
+        "script-src 'self'",
+        "frame-ancestors 'none'",
+    ] {
+        assert!(csp.contains(part), "{csp}");
+    }
+    assert!(!csp.contains("unsafe"), "{csp}");
+    let html = res.text().await.expect("html");
+    assert!(html.contains("/console/assets/app.js"), "{html}");
+    for file in [
+        "app.js",
+        "api.js",
+        "ui.js",
+        "views.js",
+        "scenarios.js",
+        "sandbox.js",
+        "operator.js",
+        "app.css",
+    ] {
+        let res = app
+            .anon(Method::GET, &format!("/console/assets/{file}"))
+            .send()
+            .await
+            .expect("asset");
+        assert_eq!(res.status(), 200, "{file}");
+        let body = res.text().await.expect("text");
+        assert!(
+            !body.contains("innerHTML"),
+            "{file} writes no markup from data"
+        );
+    }
+    let (status, err) = send(app.anon(Method::GET, "/console/assets/../Cargo.toml")).await;
+    assert_eq!(status, 404, "{err}");
+}
+
+async fn sessions_need_their_csrf_token_and_end_when_signed_out(app: TestApp) {
+    let acct = app.account().await;
+    // A wrong password changes nothing and is refused in the contract's shape.
+    let (status, err) = send(
+        app.anon(Method::POST, "/console/session")
+            .json(&json!({"login": acct.login, "password": "wrong"})),
+    )
+    .await;
+    assert_error(status, &err, 401, "auth_error");
+    let (status, err) = send(
+        app.anon(Method::POST, "/console/session")
+            .json(&json!({"login": acct.login, "apiKey": acct.api_key})),
+    )
+    .await;
+    assert_error(status, &err, 400, "validation_error");
+    let (cookie, csrf) = sign_in(
+        &app,
+        json!({"login": acct.login, "password": acct.password}),
+    )
+    .await;
+    // The cookie alone is not enough: a forged cross-site request has no CSRF token.
+    let (status, err) = send(
+        app.anon(Method::GET, "/v2.0/numbers")
+            .header(COOKIE, &cookie),
+    )
+    .await;
+    assert_error(status, &err, 401, "auth_error");
+    let (status, err) = send(
+        app.anon(Method::GET, "/v2.0/numbers")
+            .header(COOKIE, &cookie)
+            .header("x-csrf-token", "not-it"),
+    )
+    .await;
+    assert_error(status, &err, 401, "auth_error");
+    let with = |m: Method, p: &str| {
+        app.anon(m, p)
+            .header(COOKIE, &cookie)
+            .header("x-csrf-token", &csrf)
+    };
+    let (status, numbers) = send(with(Method::GET, "/v2.0/numbers")).await;
+    assert_eq!(status, 200, "{numbers}");
+    let (status, me) = send(
+        app.anon(Method::GET, "/console/session")
+            .header(COOKIE, &cookie),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(me["account"]["sid"], acct.sid.as_str());
+    assert_eq!(me["csrf"], csrf.as_str());
+    // Signing in with the API key works too; signing out ends only that session.
+    let (other, other_csrf) = sign_in(&app, json!({"apiKey": acct.api_key})).await;
+    let res = with(Method::DELETE, "/console/session")
+        .send()
+        .await
+        .expect("out");
+    assert_eq!(res.status(), 204);
+    let (status, _) = send(with(Method::GET, "/v2.0/numbers")).await;
+    assert_eq!(status, 401, "a signed-out session is over");
+    let (status, _) = send(
+        app.anon(Method::GET, "/v2.0/numbers")
+            .header(COOKIE, &other)
+            .header("x-csrf-token", &other_csrf),
+    )
+    .await;
+    assert_eq!(status, 200);
+    // The one-time link opens a session once.
+    let path = dialtone::testing::console_link(&app.state, &acct.sid).await;
+    let no_redirects = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client");
+    let first = no_redirects.get(app.url(&path)).send().await.expect("link");
+    assert_eq!(first.status(), 303);
+    assert!(first.headers().get(SET_COOKIE).is_some());
+    let again = no_redirects.get(app.url(&path)).send().await.expect("link");
+    assert_eq!(again.status(), 303);
+    assert!(
+        again.headers().get(SET_COOKIE).is_none(),
+        "a link works once"
+    );
+}
+
+async fn the_operator_signs_in_with_the_admin_token_and_accounts_cannot(app: TestApp) {
+    let acct = app.account().await;
+    let (status, err) = send(
+        app.anon(Method::POST, "/console/session")
+            .json(&json!({"adminToken": "wrong"})),
+    )
+    .await;
+    assert_error(status, &err, 401, "auth_error");
+    let (admin, admin_csrf) = sign_in(&app, json!({"adminToken": ADMIN_TOKEN})).await;
+    let (status, accounts) = send(
+        app.anon(Method::GET, "/admin/accounts")
+            .header(COOKIE, &admin)
+            .header("x-csrf-token", &admin_csrf),
+    )
+    .await;
+    assert_eq!(status, 200, "{accounts}");
+    let (status, _) = send(
+        app.anon(Method::GET, "/admin/accounts")
+            .header(COOKIE, &admin),
+    )
+    .await;
+    assert_eq!(
+        status, 401,
+        "the operator's session needs its CSRF token too"
+    );
+    // The operator's session is not an account's key.
+    let (status, _) = send(
+        app.anon(Method::GET, "/v2.0/numbers")
+            .header(COOKIE, &admin)
+            .header("x-csrf-token", &admin_csrf),
+    )
+    .await;
+    assert_eq!(status, 401);
+    let (cookie, csrf) = sign_in(&app, json!({"apiKey": acct.api_key})).await;
+    let (status, _) = send(
+        app.anon(Method::GET, "/admin/accounts")
+            .header(COOKIE, &cookie)
+            .header("x-csrf-token", &csrf),
+    )
+    .await;
+    assert_eq!(status, 401, "an account's session is not the operator's");
+}
+
+/// Sends `n` SMS and returns their sids, newest first.
+async fn sent(app: &TestApp, acct: &TestAccount, n: usize) -> Vec<String> {
+    let mut sids = Vec::new();
+    for i in 0..n {
+        let (status, sms) = crate::sms::send_sms(
+            app,
+            acct,
+            "to=%2B447700900123",
+            json!({ "body": format!("hello {i}") }),
+        )
+        .await;
+        assert_eq!(status, 202, "{sms}");
+        sids.push(sms["sid"].as_str().expect("sid").to_owned());
+    }
+    sids.reverse();
+    sids
+}
+
+async fn lists_page_by_keyset_and_a_delivery_shows_its_request(app: TestApp) {
+    let acct = app.account().await;
+    let other = app.account().await;
+    let receiver = Receiver::start().await;
+    let (status, hook) = send(
+        app.req(
+            &acct,
+            Method::POST,
+            "/v2.0/webhooks?type=sms.mt.status_update",
+        )
+        .json(&json!({"endpoint": receiver.url, "options": {"hmac_secret": "s3cret"}})),
+    )
+    .await;
+    assert_eq!(status, 201, "{hook}");
+    let sids = sent(&app, &acct, 5).await;
+    sent(&app, &other, 2).await;
+    let mut seen = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let q = after
+            .as_ref()
+            .map_or(String::new(), |a| format!("&after={a}"));
+        let (status, page) =
+            send(app.req(&acct, Method::GET, &format!("/console/api/sms?limit=2{q}"))).await;
+        assert_eq!(status, 200, "{page}");
+        for s in page["items"].as_array().expect("items") {
+            seen.push(s["sid"].as_str().expect("sid").to_owned());
+        }
+        match page["next"].as_str() {
+            Some(n) => after = Some(n.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(
+        seen, sids,
+        "every SMS once, newest first, none of another account's"
+    );
+    let (status, err) = send(app.req(&acct, Method::GET, "/console/api/sms?after=x.y")).await;
+    assert_error(status, &err, 400, "validation_error");
+    for _ in 0..3 {
+        app.tick().await;
+        app.clock.advance_ms(200);
+    }
+    let (status, list) = send(app.req(
+        &acct,
+        Method::GET,
+        &format!("/console/api/sms/{}/deliveries", sids[0]),
+    ))
+    .await;
+    assert_eq!(status, 200, "{list}");
+    let first = &list["items"][0];
+    assert_eq!(first["type"], "sms.mt.status_update", "{list}");
+    let id = first["id"].as_i64().expect("id");
+    let (status, one) =
+        send(app.req(&acct, Method::GET, &format!("/console/api/deliveries/{id}"))).await;
+    assert_eq!(status, 200, "{one}");
+    let try0 = &one["tries"][0];
+    let body = try0["request"]["body"].as_str().expect("body");
+    let got = receiver
+        .received()
+        .into_iter()
+        .find(|r| r.raw.as_ref() == body.as_bytes())
+        .expect("the receiver got exactly the body shown");
+    let signature = try0["request"]["headers"]
+        .as_array()
+        .expect("headers")
+        .iter()
+        .find(|h| h[0].as_str().is_some_and(|n| n.ends_with("HmacSignature")))
+        .expect("signature shown")[1]
+        .clone();
+    let sent_signature = got
+        .headers
+        .iter()
+        .find(|(n, _)| n.as_str().ends_with("hmacsignature"))
+        .map(|(_, v)| v.to_str().expect("ascii").to_owned())
+        .expect("signed");
+    assert_eq!(signature, sent_signature.as_str());
+    // Another account sees neither the delivery nor the SMS's.
+    let (status, _) = send(app.req(
+        &other,
+        Method::GET,
+        &format!("/console/api/deliveries/{id}"),
+    ))
+    .await;
+    assert_eq!(status, 404);
+    let (status, _) = send(app.req(
+        &acct,
+        Method::POST,
+        &format!("/console/api/deliveries/{id}/redeliver"),
+    ))
+    .await;
+    assert_eq!(status, 202);
+    let event = first["eventId"].as_str().expect("event id").to_owned();
+    let of_event = || {
+        receiver
+            .received()
+            .into_iter()
+            .filter(|r| r.json["event_id"] == event.as_str())
+            .map(|r| r.json["try"].clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(of_event(), [json!(0)]);
+    app.tick().await;
+    assert_eq!(
+        of_event(),
+        [json!(0), json!(1)],
+        "redelivered once, as a new try"
+    );
+}
+
+async fn the_console_works_in_a_real_browser(app: TestApp) {
+    if !available() {
+        return;
+    }
+    let acct = app.account().await;
+    let number = crate::sms::buy(&app, &acct, "country=GB&type=mobile").await;
+    let receiver = Receiver::start().await;
+    let (status, _) = send(
+        app.req(&acct, Method::POST, "/v2.0/webhooks?type=sms.mo")
+            .json(&json!({"endpoint": receiver.url})),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let browser = Browser::start().await;
+    browser.open(&app.url("/")).await;
+    browser.type_in("#login", &acct.login).await;
+    browser.type_in("#password", "not the password").await;
+    browser.click("#signin button[type=submit]").await;
+    browser
+        .wait_text("#signin-error", "invalid login or password")
+        .await;
+    browser.type_in("#password", &acct.password).await;
+    browser.click("#signin button[type=submit]").await;
+    browser.wait_text("#who", &acct.sid).await;
+    browser.screenshot("console-sms").await;
+    // Every view draws without an error.
+    for view in [
+        "sms",
+        "calls",
+        "scenarios",
+        "numbers",
+        "store?country=GB",
+        "audio",
+        "recordings",
+        "webhooks",
+        "tasks",
+        "billing",
+        "end-users",
+        "sandbox",
+    ] {
+        browser.open(&app.url(&format!("/#/{view}"))).await;
+        browser.find("section[data-ready]").await;
+        let state = browser
+            .script(
+                "return document.querySelector('section[data-ready]').dataset.ready",
+                json!([]),
+            )
+            .await;
+        let text = browser.text("main").await;
+        assert_eq!(state, "true", "view {view}: {text}");
+    }
+    browser.screenshot("console-sandbox").await;
+    // The editor shows the server's validation error at its line as one types.
+    browser.open(&app.url("/#/scenarios/new")).await;
+    browser
+        .type_in(
+            "#script",
+            "branches:\n  inbound-call:\n    actions:\n      - action: nosuch@v1\n",
+        )
+        .await;
+    let problem = browser.wait_text("#script-error", "Line 4").await;
+    assert!(problem.contains("nosuch"), "{problem}");
+    browser.screenshot("console-editor").await;
+    // An inbound SMS appears live in the open list, its body as text, and its webhook
+    // delivery on its page.
+    browser.open(&app.url("/#/sms?direction=inbound")).await;
+    browser.find("section[data-ready]").await;
+    browser.find("#live.on").await;
+    let hostile = "<img src=x onerror=alert(1)> hi";
+    let (status, sms) = send(
+        app.req(&acct, Method::POST, "/sandbox/sms")
+            .json(&json!({"from": "+447700900777", "to": number, "body": hostile})),
+    )
+    .await;
+    assert_eq!(status, 201, "{sms}");
+    browser.wait_text("main table", hostile).await;
+    let images = browser
+        .script(
+            "return document.querySelectorAll('main img').length",
+            json!([]),
+        )
+        .await;
+    assert_eq!(images, 0, "a tenant's text is never markup");
+    app.tick().await;
+    let sid = sms["sid"].as_str().expect("sid");
+    browser.open(&app.url(&format!("/#/sms/{sid}"))).await;
+    browser.wait_text("main", "sms.mo").await;
+    browser.screenshot("console-sms-detail").await;
+    browser.quit().await;
+}
