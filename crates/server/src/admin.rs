@@ -12,7 +12,6 @@ use dialtone_domain::account::{BillingMode, is_currency};
 use dialtone_domain::{Money, Sid};
 use dialtone_store::accounts::{self, Account};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::error::{AppError, AppResult};
 use crate::http::extract::{Checks, JsonBody, json_body};
@@ -73,8 +72,7 @@ async fn require_admin(State(state): State<AppState>, req: Request, next: Next) 
             Err(e) => e.into_response(),
         };
     };
-    // Compare digests so the comparison time does not depend on the token's bytes.
-    if Sha256::digest(presented.as_bytes()) != Sha256::digest(expected.as_bytes()) {
+    if !crate::http::guard::same_secret(presented, expected) {
         return AppError::auth("missing or wrong admin token (Authorization: Bearer ADMIN_TOKEN)")
             .into_response();
     }

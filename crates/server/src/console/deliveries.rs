@@ -11,10 +11,10 @@ use dialtone_store::webhooks;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::lists::{Page, PageQuery, keyset, page};
+use super::lists::{Page, PageQuery, page};
 use crate::error::{AppError, AppResult};
 use crate::http::auth::Caller;
-use crate::http::extract::{Checks, QueryString};
+use crate::http::extract::QueryString;
 use crate::state::AppState;
 use crate::webhooks::delivery::envelope;
 use crate::webhooks::signing::sign;
@@ -55,9 +55,7 @@ async fn list(
     of: Of,
     q: PageQuery,
 ) -> AppResult<Json<Page<DeliveryView>>> {
-    let mut checks = Checks::default();
-    let keyset = keyset(&mut checks, q.after.as_deref(), q.limit.as_deref());
-    checks.finish()?;
+    let keyset = q.keyset()?;
     let rows = state
         .store
         .read(move |c| {

@@ -30,7 +30,7 @@ pub(super) struct Page<T> {
 }
 
 /// The cursor and size asked for: `after` is `ID` (or `TIME.ID` for lists by time).
-pub(super) fn keyset(checks: &mut Checks, after: Option<&str>, limit: Option<&str>) -> Keyset {
+fn keyset(checks: &mut Checks, after: Option<&str>, limit: Option<&str>) -> Keyset {
     let limit = match limit {
         None => PAGE,
         Some(l) => match l.parse::<i64>() {
@@ -198,8 +198,18 @@ pub(super) async fn call_detail(
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct PageQuery {
-    pub(super) after: Option<String>,
-    pub(super) limit: Option<String>,
+    after: Option<String>,
+    limit: Option<String>,
+}
+
+impl PageQuery {
+    /// The page asked for (400 on a bad cursor or size).
+    pub(super) fn keyset(&self) -> AppResult<Keyset> {
+        let mut checks = Checks::default();
+        let keyset = keyset(&mut checks, self.after.as_deref(), self.limit.as_deref());
+        checks.finish()?;
+        Ok(keyset)
+    }
 }
 
 /// A movement of the balance.
@@ -218,9 +228,7 @@ pub(super) async fn ledger(
     caller: Caller,
     QueryString(q): QueryString<PageQuery>,
 ) -> AppResult<Json<Page<LedgerView>>> {
-    let mut checks = Checks::default();
-    let keyset = keyset(&mut checks, q.after.as_deref(), q.limit.as_deref());
-    checks.finish()?;
+    let keyset = q.keyset()?;
     let account = caller.account.id;
     let rows = state
         .store
@@ -247,9 +255,7 @@ pub(super) async fn runs(
     Path(sid): Path<String>,
     QueryString(q): QueryString<PageQuery>,
 ) -> AppResult<Json<Page<crate::v2::actions::RunView>>> {
-    let mut checks = Checks::default();
-    let keyset = keyset(&mut checks, q.after.as_deref(), q.limit.as_deref());
-    checks.finish()?;
+    let keyset = q.keyset()?;
     let account = caller.account.id;
     let rows = state
         .store

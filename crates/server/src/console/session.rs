@@ -9,12 +9,10 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use dialtone_domain::Timestamp;
 use dialtone_domain::credentials::random_base62;
 use dialtone_store::accounts::{self, Account};
 use dialtone_store::console_sessions::{self, NewSession, SessionKind};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::http::client::{Client, OverTls};
@@ -100,11 +98,13 @@ fn cookie(token: Option<&str>, secure: bool) -> HeaderValue {
     HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
-/// Opens a session and returns its cookie's token and its CSRF token.
+/// Opens a session of `kind` lasting `lasts_ms` and returns its cookie's token and its
+/// CSRF token (a one-time link is a session of kind `Link`).
 async fn open(
     state: &AppState,
     kind: SessionKind,
     account_id: Option<i64>,
+    lasts_ms: i64,
 ) -> AppResult<(String, String)> {
     let token = random_base62(40);
     let csrf = random_base62(32);
@@ -120,7 +120,7 @@ async fn open(
                     kind,
                     account_id,
                     csrf: &csrf_kept,
-                    expires: now.plus_ms(SESSION_MS),
+                    expires: now.plus_ms(lasts_ms),
                 },
                 KEEP,
                 now,
@@ -130,29 +130,13 @@ async fn open(
     Ok((token, csrf))
 }
 
-/// The account a login and password name, checked at the cost of a real one when the
-/// login is unknown.
-async fn by_password(state: &AppState, login: String, password: String) -> AppResult<Account> {
-    let found = state
-        .store
-        .lookup(move |c| accounts::by_login(c, &login))
-        .await?;
-    let (account, stored) = match found {
-        Some((account, stored)) => (Some(account), Some(stored)),
-        None => (None, None),
-    };
-    let ok = state.auth_guard.verify(password, stored).await?;
-    match account {
-        Some(account) if ok => Ok(account),
-        _ => Err(AppError::auth("invalid login or password")),
-    }
-}
-
 /// Who the sign-in names: an account, or the operator (None).
 async fn who(state: &AppState, b: SignIn) -> AppResult<Option<Account>> {
     match (b.login, b.password, b.api_key, b.admin_token) {
         (Some(login), Some(password), None, None) => {
-            by_password(state, login, password).await.map(Some)
+            crate::http::auth::account_by_password(state, login, password)
+                .await
+                .map(Some)
         }
         (None, None, Some(key), None) => crate::http::auth::account_by_key(state, &key)
             .await?
@@ -162,7 +146,7 @@ async fn who(state: &AppState, b: SignIn) -> AppResult<Option<Account>> {
             let expected = state.config.admin_token.as_deref().ok_or_else(|| {
                 AppError::auth("the operator's console is off: no admin token is configured")
             })?;
-            if Sha256::digest(token.as_bytes()) == Sha256::digest(expected.as_bytes()) {
+            if crate::http::guard::same_secret(&token, expected) {
                 Ok(None)
             } else {
                 Err(AppError::auth("wrong admin token"))
@@ -198,7 +182,7 @@ pub(super) async fn sign_in(
     } else {
         SessionKind::Admin
     };
-    let (token, csrf) = open(&state, kind, account.as_ref().map(|a| a.id)).await?;
+    let (token, csrf) = open(&state, kind, account.as_ref().map(|a| a.id), SESSION_MS).await?;
     let body = Json(view(&state, kind, csrf, account.as_ref()));
     Ok((
         [(header::SET_COOKIE, cookie(Some(&token), tls.is_some()))],
@@ -274,7 +258,7 @@ pub(super) async fn open_link(
         )
             .into_response());
     };
-    let (token, _) = open(&state, SessionKind::Account, Some(account_id)).await?;
+    let (token, _) = open(&state, SessionKind::Account, Some(account_id), SESSION_MS).await?;
     Ok((
         StatusCode::SEE_OTHER,
         [
@@ -288,26 +272,7 @@ pub(super) async fn open_link(
 /// Makes a one-time link to the console signed in as `account_id` (the first start prints
 /// one for the dev account): its path, `/console/open/TOKEN`.
 pub(crate) async fn one_time_link(state: &AppState, account_id: i64) -> anyhow::Result<String> {
-    let token = random_base62(40);
-    let hash = console_session::digest(&token);
-    let now: Timestamp = state.clock.now();
-    let csrf = random_base62(32);
-    state
-        .store
-        .write(move |c| {
-            console_sessions::open(
-                c,
-                &NewSession {
-                    token_hash: &hash,
-                    kind: SessionKind::Link,
-                    account_id: Some(account_id),
-                    csrf: &csrf,
-                    expires: now.plus_ms(LINK_MS),
-                },
-                KEEP,
-                now,
-            )
-        })
+    let (token, _) = open(state, SessionKind::Link, Some(account_id), LINK_MS)
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(format!("/console/open/{token}"))

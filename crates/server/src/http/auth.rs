@@ -218,14 +218,20 @@ async fn legacy_authenticate(headers: &HeaderMap, state: &AppState) -> AppResult
     }
     let (login, password) =
         basic(auth).ok_or_else(|| AppError::auth("malformed Authorization header"))?;
-    let found = {
-        let login = login.clone();
-        state
-            .store
-            .lookup(move |c| accounts::by_login(c, &login))
-            .await?
-    };
-    // An unknown login is checked against a decoy at the same cost as a wrong password.
+    account_by_password(state, login, password).await
+}
+
+/// The account a login and password name (the earlier interfaces, the console's sign-in).
+/// An unknown login is checked against a decoy at the same cost as a wrong password.
+pub(crate) async fn account_by_password(
+    state: &AppState,
+    login: String,
+    password: String,
+) -> AppResult<Account> {
+    let found = state
+        .store
+        .lookup(move |c| accounts::by_login(c, &login))
+        .await?;
     let (account, stored) = match found {
         Some((account, stored)) => (Some(account), Some(stored)),
         None => (None, None),

@@ -13,6 +13,13 @@ use tokio::sync::Semaphore;
 
 use crate::error::{AppError, AppResult, ErrorCode};
 
+/// Whether a presented secret (admin token, CSRF token) is the expected one, compared by
+/// SHA-256 digest so the time taken does not depend on where the bytes differ.
+pub(crate) fn same_secret(presented: &str, expected: &str) -> bool {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(presented.as_bytes()) == Sha256::digest(expected.as_bytes())
+}
+
 /// Password checks waiting for a slot beyond which more are refused at once (429).
 const MAX_WAITING: usize = 64;
 /// The window failed authentications are counted in.
