@@ -4,6 +4,7 @@
 //!
 //! `cargo run --release -p dialtone-bench -- [--database-url postgres://...] [--seconds 10]`
 
+mod console;
 mod crash;
 mod load;
 mod receiver;
@@ -46,7 +47,8 @@ struct Args {
     /// Calls stored before the export benchmark.
     #[arg(long, default_value_t = 1_000_000)]
     exported_calls: u64,
-    /// Only these benchmarks (comma separated: start,ping,sms,runs,calls,search,webhooks,export),
+    /// Only these benchmarks (comma separated:
+    /// start,ping,sms,runs,calls,search,console,webhooks,export),
     /// or one of those never run by default: `voice` (SIP calls held with RTP), `speech`
     /// (synthesis, transcription, the first audio of `say`), `crash` (the kill -9 test),
     /// `soak` (the database's size under a constant load with a short retention).
@@ -245,8 +247,14 @@ async fn main() -> anyhow::Result<()> {
     if wanted(&args, "webhooks") {
         webhooks(&mut srv, &binary, &key, &args).await?;
     }
+    if wanted(&args, "search") || wanted(&args, "console") {
+        seed_stored_sms(&mut srv, &binary, &args).await?;
+    }
     if wanted(&args, "search") {
-        search(&mut srv, &binary, &key, &args).await?;
+        search(&srv, &key, &args).await?;
+    }
+    if wanted(&args, "console") {
+        console::run(&srv, &key, args.stored_sms).await?;
     }
     if wanted(&args, "calls") {
         held_calls(&srv, &key, args.held_calls).await?;
@@ -387,12 +395,10 @@ async fn webhooks(
     Ok(())
 }
 
-/// `GET /v2.0/sms` over `args.stored_sms` seeded SMS (a day, filtered by recipient), 8
-/// connections for `args.seconds`, then one answer's counts.
-async fn search(
+/// Stores `args.stored_sms` SMS for the search and console benchmarks, the server stopped.
+async fn seed_stored_sms(
     srv: &mut server::Server,
     binary: &std::path::Path,
-    key: &str,
     args: &Args,
 ) -> anyhow::Result<()> {
     srv.stop().await?;
@@ -404,7 +410,12 @@ async fn search(
         args.stored_sms,
         started.elapsed().as_secs_f64()
     );
-    srv.restart(binary).await?;
+    srv.restart(binary).await
+}
+
+/// `GET /v2.0/sms` over `args.stored_sms` seeded SMS (a day, filtered by recipient), 8
+/// connections for `args.seconds`, then one answer's counts.
+async fn search(srv: &server::Server, key: &str, args: &Args) -> anyhow::Result<()> {
     let day = "createdAfter=2025-06-01T00:00:00Z&createdBefore=2025-06-02T00:00:00Z";
     let r = load::run(
         &srv.base,

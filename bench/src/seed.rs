@@ -61,6 +61,17 @@ pub(crate) async fn sms(url: &str, account_sid: &str, n: u64) -> anyhow::Result<
             .await?;
         done = to;
     }
+    analyze(&store, "sms").await
+}
+
+/// Gathers the planner's statistics of `table` on PostgreSQL, as its autovacuum does a while
+/// after a bulk load (a page read before then is planned as if the table were empty).
+async fn analyze(store: &Store, table: &'static str) -> anyhow::Result<()> {
+    if store.dialect() == dialtone_store::Dialect::Postgres {
+        store
+            .write(move |c| c.batch(&format!("ANALYZE {table}")))
+            .await?;
+    }
     Ok(())
 }
 

@@ -5,29 +5,54 @@ import { h, table, badge, when, attempt, form, kv } from './ui.js';
 
 const enc = encodeURIComponent;
 
-export async function accounts(view, params, go) {
+// The accounts: a create form, then the list with each account's credit and status
+// actions. An action redraws the list in place and gives the focus back to the control that
+// was used, so the keyboard stays where it was; a new account's secrets stay on screen.
+export async function accounts(view) {
+  const shown = h('div', { id: 'created' });
+  const list = h('div');
+  async function refresh(sid, act) {
+    list.replaceChildren(accountTable(await get('/admin/accounts'), refresh));
+    const again = sid && list.querySelector(`tr[data-sid="${CSS.escape(sid)}"] [data-act="${act}"]`);
+    if (again) (again.querySelector('input') || again).focus();
+  }
   view.append(h('h1', {}, 'Accounts'),
-    form([['name', 'Name'], ['credit', 'Opening credit (cents)', 'text', '0']], 'Create account', async (v) => {
+    form([['name', 'Name'], ['credit', 'Opening credit (cents)', 'text', '0']], 'Create account', async (v, f) => {
       const made = await attempt(() => api('POST', '/admin/accounts', { name: v.name, credit: v.credit || '0' }), 'Account created');
-      if (made) {
-        go('#/accounts');
-        view.append(h('div', { class: 'card' }, h('h2', {}, 'Shown once: keep it'), kv(made)));
-      }
-    }));
-  const list = await get('/admin/accounts');
-  view.append(table([
+      if (!made) return;
+      f.reset();
+      shown.replaceChildren(h('div', { class: 'card', tabindex: '-1' }, h('h2', {}, 'Shown once: keep it'), kv(made)));
+      await refresh();
+      shown.firstChild.focus();
+    }), shown, list);
+  await refresh();
+}
+
+function accountTable(accounts, refresh) {
+  const t = table([
     ['Sid', (a) => a.sid], ['Name', (a) => a.name], ['Login', (a) => a.login], ['Status', (a) => badge(a.status)],
     ['Credit', (a) => `${a.credit} ${a.currency}`], ['Created', (a) => when(a.created)],
-    ['', (a) => h('span', {},
-      h('button', { type: 'button', class: 'plain', onclick: async () => {
-        const amount = window.prompt(`Credit ${a.name} with (cents)`, '10000');
-        if (amount && await attempt(() => api('POST', `/admin/accounts/${enc(a.sid)}/credit`, { amount }), 'Credited')) go('#/accounts');
-      } }, 'Credit'), ' ',
-      h('button', { type: 'button', class: a.status === 'suspended' ? 'plain' : 'danger', onclick: async () => {
+    ['', (a) => h('span', { class: 'actions' },
+      creditForm(a, refresh), ' ',
+      h('button', { type: 'button', class: a.status === 'suspended' ? 'plain' : 'danger', 'data-act': 'status', onclick: async () => {
         const status = a.status === 'suspended' ? 'active' : 'suspended';
-        if (await attempt(() => api('PATCH', `/admin/accounts/${enc(a.sid)}`, { status }), status === 'active' ? 'Reactivated' : 'Suspended')) go('#/accounts');
+        if (await attempt(() => api('PATCH', `/admin/accounts/${enc(a.sid)}`, { status }), status === 'active' ? 'Reactivated' : 'Suspended')) await refresh(a.sid, 'status');
       } }, a.status === 'suspended' ? 'Reactivate' : 'Suspend'))],
-  ], list));
+  ], accounts);
+  t.querySelectorAll('tbody tr').forEach((tr, i) => { if (accounts[i]) tr.dataset.sid = accounts[i].sid; });
+  return t;
+}
+
+// Credit an account: an amount in cents typed in its row, Enter or the button sends it.
+function creditForm(a, refresh) {
+  const amount = h('input', { name: 'amount', type: 'text', inputmode: 'numeric', size: 8, placeholder: 'cents', 'aria-label': `Credit ${a.name} with (cents)` });
+  const f = h('form', { class: 'inline', 'data-act': 'credit' }, amount, h('button', { type: 'submit', class: 'plain' }, 'Credit'));
+  f.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    if (!amount.value) { amount.focus(); return; }
+    if (await attempt(() => api('POST', `/admin/accounts/${enc(a.sid)}/credit`, { amount: amount.value }), 'Credited')) await refresh(a.sid, 'credit');
+  });
+  return f;
 }
 
 export async function connectors(view) {

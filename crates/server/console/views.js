@@ -4,20 +4,24 @@ import { h, table, kv, filters, badge, when, timeline, player, attempt, form, to
 
 const enc = encodeURIComponent;
 
-// A keyset-paged list of /console/api: rows newest first, "More" loads the next page.
+// A keyset-paged list of /console/api: rows newest first, "More" loads the next page. A
+// filtered page reads a bounded window of rows, so it may come back short (even empty) with
+// a next page still to read: the note says so.
 async function paged(view, path, params, columns, open) {
   const body = h('div');
   let next = null;
   const more = h('button', { type: 'button', class: 'plain', hidden: true }, 'More');
+  const note = h('p', { class: 'muted', hidden: true }, 'Older rows are still to be searched: More goes on.');
   async function load(after) {
     const page = await get(path + qs({ ...params, after }));
     next = page.next;
     more.hidden = !next;
+    note.hidden = !next || page.items.length > 0;
     return page.items;
   }
   const rows = await load();
   const t = table(columns, rows, open);
-  body.append(t, more);
+  body.append(t, note, more);
   more.addEventListener('click', async () => {
     const extra = await load(next);
     const tbody = t.querySelector('tbody');
@@ -110,6 +114,8 @@ export async function numbers(view, params, go) {
   ]);
 }
 
+// The store: a country, its types, the prefixes of a type with their free numbers; a
+// reservation holds numbers for 5 minutes, shown with its cost, then bought or cancelled.
 export async function store(view, params, go) {
   view.append(h('h1', {}, 'Number store'));
   const countries = await get('/v2.0/numbers/store/countries');
@@ -118,13 +124,35 @@ export async function store(view, params, go) {
   const types = await get(`/v2.0/numbers/store/types${qs({ country: params.country })}`);
   view.append(h('h2', {}, `Types in ${params.country}`));
   view.append(table([
-    ['Type', (t) => t.type], ['Classes', (t) => (t.classes || []).join(', ')], ['', (t) => h('button', { type: 'button', onclick: async () => {
-      const r = await attempt(() => api('POST', `/v2.0/numbers/store${qs({ country: params.country, type: t.type })}`));
-      if (!r) return;
-      const bought = await attempt(() => api('POST', `/v2.0/numbers/store/${enc(r.token)}`), 'Bought');
-      if (bought) go('#/numbers');
-    } }, 'Reserve and buy')],
+    ['Type', (t) => t.type], ['Classes', (t) => (t.classes || []).join(', ')],
+    ['', (t) => h('a', { href: `#/store${qs({ country: params.country, type: t.type })}` }, 'Prefixes')],
   ], types));
+  if (!params.type) return;
+  const prefixes = await get(`/v2.0/numbers/store/prefixes${qs({ country: params.country, type: params.type })}`);
+  const held = h('div', { id: 'reservation' });
+  view.append(h('h2', {}, `Prefixes of ${params.type} numbers in ${params.country}`), held, table([
+    ['Prefix', (p) => p.prefix], ['Area', (p) => p.area || ''], ['Free numbers', (p) => p.available],
+    ['', (p) => reserveForm(params, p, held, go)],
+  ], prefixes));
+}
+
+// Reserve up to `quantity` numbers under a prefix; the reservation then shows in `held`.
+function reserveForm(params, prefix, held, go) {
+  return form([['quantity', `Numbers under ${prefix.prefix}`, 'number', '1']], 'Reserve', async (v) => {
+    const r = await attempt(() => api('POST', `/v2.0/numbers/store${qs({ country: params.country, type: params.type, prefix: prefix.prefix, quantity: v.quantity || '1' })}`), 'Reserved');
+    if (!r) return;
+    held.replaceChildren(h('div', { class: 'card' },
+      h('h3', {}, `Held until ${when(r.expires)}`),
+      h('p', {}, (r.items || []).map((i) => i.e164).join(', ')),
+      r.cost ? h('p', { class: 'muted' }, `Setup ${r.cost.setup}, monthly ${r.cost.monthly} ${r.cost.currency || ''}`) : '',
+      h('button', { type: 'button', onclick: async () => {
+        if (await attempt(() => api('POST', `/v2.0/numbers/store/${enc(r.token)}`), 'Bought')) go('#/numbers');
+      } }, 'Buy'), ' ',
+      h('button', { type: 'button', class: 'plain', onclick: async () => {
+        if (await attempt(() => api('DELETE', `/v2.0/numbers/store/${enc(r.token)}`), 'Cancelled') !== undefined) held.replaceChildren();
+      } }, 'Cancel')));
+    held.querySelector('button').focus();
+  });
 }
 
 export async function audioFiles(view, params, go) {

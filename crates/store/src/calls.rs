@@ -397,28 +397,50 @@ pub struct CallFilter {
     pub party: Option<String>,
 }
 
-/// A page of the account's calls newest first, from after `keyset`'s id.
+impl CallFilter {
+    /// Appends the filter's conditions (no index serves them: a page reads at most
+    /// [`crate::search::SCAN_WINDOW`] calls).
+    fn narrow(&self, q: &mut crate::sql::SqlBuilder) {
+        if let Some(d) = self.direction {
+            q.push(" AND direction = ").bind(d.as_str());
+        }
+        if let Some(s) = self.status {
+            q.push(" AND status = ").bind(s.as_str());
+        }
+        if let Some(p) = &self.party {
+            q.push(" AND (caller = ").bind(p.as_str());
+            q.push(" OR callee = ").bind(p.as_str());
+            q.push(")");
+        }
+    }
+}
+
+/// A page of the account's calls newest first, from after `keyset`'s id, through the
+/// (account, id) index; a filtered page reads at most [`crate::search::SCAN_WINDOW`] calls.
 pub fn newest(
     conn: &mut dyn Conn,
     account_id: i64,
     f: &CallFilter,
     keyset: &crate::search::Keyset,
-) -> Result<Vec<Call>, DbError> {
+) -> Result<crate::search::Scanned<Call>, DbError> {
     let mut q = crate::sql::SqlBuilder::new("FROM calls WHERE account_id = ");
     q.bind(account_id);
-    if let Some(d) = f.direction {
-        q.push(" AND direction = ").bind(d.as_str());
-    }
-    if let Some(s) = f.status {
-        q.push(" AND status = ").bind(s.as_str());
-    }
-    if let Some(p) = &f.party {
-        q.push(" AND (caller = ").bind(p.as_str());
-        q.push(" OR callee = ").bind(p.as_str());
-        q.push(")");
-    }
-    crate::search::newest_first(conn, COLUMNS, &q, None, "id", keyset)?
-        .iter()
-        .map(from_row)
-        .collect()
+    let scanned = if f.direction.is_none() && f.status.is_none() && f.party.is_none() {
+        crate::search::Scanned {
+            rows: crate::search::newest_first(conn, COLUMNS, &q, None, "id", keyset)?,
+            stopped_at: None,
+        }
+    } else {
+        crate::search::newest_first_within(
+            conn,
+            COLUMNS,
+            &q,
+            &|q| f.narrow(q),
+            None,
+            "id",
+            keyset,
+            crate::search::SCAN_WINDOW,
+        )?
+    };
+    scanned.try_map(from_row)
 }

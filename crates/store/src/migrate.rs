@@ -50,6 +50,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(22, "0022_sip_trunks"),
     migration!(23, "0023_speech"),
     migration!(24, "0024_console"),
+    migration!(25, "0025_runs_recent"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

@@ -73,19 +73,39 @@ pub struct Keyset {
     pub limit: i64,
 }
 
-/// Runs `SELECT columns <filter>` newest first, by `time_column` then `id_column` (by
-/// `id_column` alone without a time column), from after the keyset's row. The conditions
-/// are written so both databases range-scan an index ending in (time, id) or (id).
-pub fn newest_first(
-    conn: &mut dyn Conn,
-    columns: &str,
-    filter: &SqlBuilder,
+/// The rows an unindexed filter reads at most for one page of a newest-first list: a page of
+/// a rare match (a status no SMS has, a word no body holds) stops here instead of reading the
+/// whole account, and says where it stopped so the next page goes on from there.
+pub const SCAN_WINDOW: i64 = 20_000;
+
+/// A newest-first page and, when it came back short because its scan window ended, the
+/// position the scan reached: the next page starts after it.
+#[derive(Debug)]
+pub struct Scanned<R> {
+    /// The matching rows, newest first.
+    pub rows: Vec<R>,
+    /// `(time, id)` of the last row the window read, when rows may remain past it.
+    pub stopped_at: Option<(i64, i64)>,
+}
+
+impl<R> Scanned<R> {
+    /// The same page with each row read into `T`.
+    pub fn try_map<T, E>(self, f: impl FnMut(&R) -> Result<T, E>) -> Result<Scanned<T>, E> {
+        Ok(Scanned {
+            rows: self.rows.iter().map(f).collect::<Result<_, _>>()?,
+            stopped_at: self.stopped_at,
+        })
+    }
+}
+
+/// Appends the keyset's "after this row" condition, then the order, to `sql`.
+fn after_keyset(
+    sql: &mut String,
+    params: &mut Vec<crate::sql::Value>,
     time_column: Option<&str>,
     id_column: &str,
     keyset: &Keyset,
-) -> Result<Vec<Row>, DbError> {
-    let mut params = filter.params().to_vec();
-    let mut sql = format!("SELECT {columns} {}", filter.sql());
+) {
     if let Some((time, id)) = keyset.after {
         let n = params.len();
         match time_column {
@@ -104,10 +124,81 @@ pub fn newest_first(
             }
         }
     }
+}
+
+fn newest_order(time_column: Option<&str>, id_column: &str) -> String {
     match time_column {
-        Some(t) => sql.push_str(&format!(" ORDER BY {t} DESC, {id_column} DESC")),
-        None => sql.push_str(&format!(" ORDER BY {id_column} DESC")),
+        Some(t) => format!(" ORDER BY {t} DESC, {id_column} DESC"),
+        None => format!(" ORDER BY {id_column} DESC"),
     }
+}
+
+/// Runs `SELECT columns <filter>` newest first, by `time_column` then `id_column` (by
+/// `id_column` alone without a time column), from after the keyset's row. The conditions
+/// are written so both databases range-scan an index ending in (time, id) or (id).
+pub fn newest_first(
+    conn: &mut dyn Conn,
+    columns: &str,
+    filter: &SqlBuilder,
+    time_column: Option<&str>,
+    id_column: &str,
+    keyset: &Keyset,
+) -> Result<Vec<Row>, DbError> {
+    let mut params = filter.params().to_vec();
+    let mut sql = format!("SELECT {columns} {}", filter.sql());
+    after_keyset(&mut sql, &mut params, time_column, id_column, keyset);
+    sql.push_str(&newest_order(time_column, id_column));
     sql.push_str(&format!(" LIMIT {}", keyset.limit.clamp(1, 500)));
     conn.query(&sql, &params)
+}
+
+/// [`newest_first`] with conditions no index serves (`narrow` appends them, each starting
+/// with ` AND`): the rows of `indexed` are read in index order, at most `window` of them, and
+/// `narrow` keeps the matching ones. A page that fills stops at its last row like any page; a
+/// page cut short by the window reports where the window ended (`stopped_at`), so the cost
+/// of a page is bounded however rare the match.
+#[allow(clippy::too_many_arguments)]
+pub fn newest_first_within(
+    conn: &mut dyn Conn,
+    columns: &str,
+    indexed: &SqlBuilder,
+    narrow: &dyn Fn(&mut SqlBuilder),
+    time_column: Option<&str>,
+    id_column: &str,
+    keyset: &Keyset,
+    window: i64,
+) -> Result<Scanned<Row>, DbError> {
+    let order = newest_order(time_column, id_column);
+    let mut params = indexed.params().to_vec();
+    let mut from = indexed.sql().to_owned();
+    after_keyset(&mut from, &mut params, time_column, id_column, keyset);
+    let mut q = SqlBuilder::continuing(
+        format!("SELECT {columns} FROM (SELECT * {from}{order} LIMIT {window}) w WHERE 1 = 1"),
+        params.clone(),
+    );
+    narrow(&mut q);
+    q.push(&order);
+    let limit = keyset.limit.clamp(1, 500);
+    q.push(&format!(" LIMIT {limit}"));
+    let rows = conn.query(q.sql(), q.params())?;
+    if rows.len() as i64 == limit {
+        return Ok(Scanned {
+            rows,
+            stopped_at: None,
+        });
+    }
+    // Short: either the rows ran out or the window did. The window's last row says which.
+    let last = format!(
+        "SELECT {} {from}{order} LIMIT 1 OFFSET {}",
+        match time_column {
+            Some(t) => format!("{t}, {id_column}"),
+            None => format!("CAST(0 AS BIGINT), {id_column}"),
+        },
+        window - 1
+    );
+    let stopped_at = match conn.query(&last, &params)?.first() {
+        Some(row) => Some((row.int(0)?, row.int(1)?)),
+        None => None,
+    };
+    Ok(Scanned { rows, stopped_at })
 }

@@ -415,7 +415,8 @@ pub struct SmsFilter {
     pub status: Option<String>,
 }
 
-fn filtered(conn: &mut dyn Conn, account_id: i64, f: &SmsFilter) -> SqlBuilder {
+/// The conditions an index serves: account, direction, time, recipient.
+fn indexed(account_id: i64, f: &SmsFilter) -> SqlBuilder {
     let mut q = SqlBuilder::new("FROM sms WHERE account_id = ");
     q.bind(account_id);
     q.push(" AND direction = ").bind(f.direction.as_str());
@@ -428,18 +429,38 @@ fn filtered(conn: &mut dyn Conn, account_id: i64, f: &SmsFilter) -> SqlBuilder {
     if let Some(to) = &f.to {
         q.push(" AND recipient = ").bind(to.as_str());
     }
-    if let Some(from) = &f.from {
-        q.push(" AND sender = ").bind(from.as_str());
+    q
+}
+
+impl SmsFilter {
+    /// Whether the filter has conditions no index serves (they read rows one by one).
+    fn narrows(&self) -> bool {
+        self.from.is_some()
+            || self.traffic_type.is_some()
+            || self.status.is_some()
+            || self.contains.is_some()
     }
-    if let Some(t) = &f.traffic_type {
-        q.push(" AND traffic_type = ").bind(t.as_str());
+
+    /// Appends the conditions no index serves: sender, traffic type, status, body text.
+    fn narrow(&self, q: &mut SqlBuilder, dialect: crate::sql::Dialect) {
+        if let Some(from) = &self.from {
+            q.push(" AND sender = ").bind(from.as_str());
+        }
+        if let Some(t) = &self.traffic_type {
+            q.push(" AND traffic_type = ").bind(t.as_str());
+        }
+        if let Some(s) = &self.status {
+            q.push(" AND status = ").bind(s.as_str());
+        }
+        if let Some(text) = &self.contains {
+            search::push_contains(q, dialect, "body", text);
+        }
     }
-    if let Some(s) = &f.status {
-        q.push(" AND status = ").bind(s.as_str());
-    }
-    if let Some(text) = &f.contains {
-        search::push_contains(&mut q, conn.dialect(), "body", text);
-    }
+}
+
+fn filtered(conn: &mut dyn Conn, account_id: i64, f: &SmsFilter) -> SqlBuilder {
+    let mut q = indexed(account_id, f);
+    f.narrow(&mut q, conn.dialect());
     q
 }
 
@@ -525,16 +546,38 @@ pub fn number_in_country(
 }
 
 /// A page of the account's SMS newest first, from after `keyset`'s (created, id): the
-/// console's list, through the (account, direction, created) index at any depth.
+/// console's list, through the (account, direction, created) index at any depth; filters no
+/// index serves read at most [`search::SCAN_WINDOW`] rows a page.
 pub fn newest(
     conn: &mut dyn Conn,
     account_id: i64,
     f: &SmsFilter,
     keyset: &search::Keyset,
-) -> Result<Vec<Sms>, DbError> {
-    let q = filtered(conn, account_id, f);
-    search::newest_first(conn, COLUMNS, &q, Some("created"), "id", keyset)?
-        .iter()
-        .map(from_row)
-        .collect()
+) -> Result<search::Scanned<Sms>, DbError> {
+    let scanned = if f.narrows() {
+        let dialect = conn.dialect();
+        search::newest_first_within(
+            conn,
+            COLUMNS,
+            &indexed(account_id, f),
+            &|q| f.narrow(q, dialect),
+            Some("created"),
+            "id",
+            keyset,
+            search::SCAN_WINDOW,
+        )?
+    } else {
+        search::Scanned {
+            rows: search::newest_first(
+                conn,
+                COLUMNS,
+                &indexed(account_id, f),
+                Some("created"),
+                "id",
+                keyset,
+            )?,
+            stopped_at: None,
+        }
+    };
+    scanned.try_map(from_row)
 }

@@ -352,6 +352,12 @@ impl SqlBuilder {
         }
     }
 
+    /// Goes on from SQL text whose placeholders already number `params`: what is bound next
+    /// is numbered after them.
+    pub fn continuing(sql: String, params: Vec<Value>) -> Self {
+        Self { sql, params }
+    }
+
     /// Appends SQL text.
     pub fn push(&mut self, sql: &str) -> &mut Self {
         self.sql.push_str(sql);

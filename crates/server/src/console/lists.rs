@@ -6,7 +6,7 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use dialtone_domain::call::{CallDirection, CallStatus};
-use dialtone_store::search::Keyset;
+use dialtone_store::search::{Keyset, Scanned};
 use dialtone_store::sms::SmsFilter;
 use dialtone_store::{billing, calls, runs, sms};
 use serde::{Deserialize, Serialize};
@@ -69,6 +69,34 @@ pub(super) fn page<T, R>(
     }
 }
 
+/// A page of a list whose filter may read only a window of rows: `next` is the last row's
+/// cursor when the page filled, else where the window stopped (null when the rows ran out),
+/// so a page of a rare match answers as fast as any and "More" goes on from there.
+fn scanned_page<T, R>(
+    scanned: Scanned<R>,
+    limit: i64,
+    position: impl Fn(&R) -> (i64, i64),
+    by_time: bool,
+    view: impl Fn(R) -> T,
+) -> Page<T> {
+    let cursor = |(time, id): (i64, i64)| {
+        if by_time {
+            format!("{time}.{id}")
+        } else {
+            id.to_string()
+        }
+    };
+    let next = if scanned.rows.len() as i64 == limit {
+        scanned.rows.last().map(|r| cursor(position(r)))
+    } else {
+        scanned.stopped_at.map(cursor)
+    };
+    Page {
+        items: scanned.rows.into_iter().map(view).collect(),
+        next,
+    }
+}
+
 /// Filters of the SMS list (those of `GET /v2.0/sms`).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -111,14 +139,15 @@ pub(super) async fn sms_list(
         status: q.status,
     };
     let account = caller.account.id;
-    let rows = state
+    let scanned = state
         .store
         .read(move |c| sms::newest(c, account, &filter, &keyset))
         .await?;
-    Ok(Json(page(
-        rows,
+    Ok(Json(scanned_page(
+        scanned,
         keyset.limit,
-        |s| format!("{}.{}", s.created.millis(), s.id),
+        |s| (s.created.millis(), s.id),
+        true,
         |s| (&s).into(),
     )))
 }
@@ -167,14 +196,15 @@ pub(super) async fn call_list(
         party: q.party.filter(|p| !p.is_empty()),
     };
     let account = caller.account.id;
-    let rows = state
+    let scanned = state
         .store
         .read(move |c| calls::newest(c, account, &filter, &keyset))
         .await?;
-    Ok(Json(page(
-        rows,
+    Ok(Json(scanned_page(
+        scanned,
         keyset.limit,
-        |c| c.id.to_string(),
+        |c| (0, c.id),
+        false,
         |c| crate::voice::cdr::cdr(&c),
     )))
 }

@@ -1,7 +1,8 @@
 //! The web console: its page under a strict Content-Security-Policy, sessions (sign-in by
 //! password, API key or admin token; the cookie; CSRF; sign-out; the one-time link), its
 //! keyset lists, and in a real headless Chromium: sign-in, every view, the scenario
-//! editor's error at its line, and a sandbox SMS arriving live with its webhook delivery.
+//! editor's error at its line, a sandbox SMS arriving live with its webhook delivery, the
+//! store's prefixes, and the operator's actions (create, credit, suspend) by keyboard.
 
 use reqwest::Method;
 use reqwest::header::{CONTENT_SECURITY_POLICY, COOKIE, SET_COOKIE};
@@ -18,6 +19,7 @@ both_backends!(
     the_operator_signs_in_with_the_admin_token_and_accounts_cannot,
     lists_page_by_keyset_and_a_delivery_shows_its_request,
     the_console_works_in_a_real_browser,
+    the_operator_drives_the_console_by_keyboard_in_a_real_browser,
 );
 
 /// Signs in through the API; returns the cookie header and the CSRF token.
@@ -393,6 +395,28 @@ async fn the_console_works_in_a_real_browser(app: TestApp) {
         assert_eq!(state, "true", "view {view}: {text}");
     }
     browser.screenshot("console-sandbox").await;
+    // The store: a type's prefixes, a reservation, then the purchase.
+    browser
+        .open(&app.url("/#/store?country=GB&type=mobile"))
+        .await;
+    browser.wait_text("#view table", "+44").await;
+    browser.click("#view table form button[type=submit]").await;
+    let held = browser.wait_text("#reservation .card", "Held until").await;
+    browser.screenshot("console-store").await;
+    browser.click("#reservation .card button").await;
+    browser
+        .find("section[data-view=numbers][data-ready=true]")
+        .await;
+    let (_, owned) = send(app.req(&acct, Method::GET, "/v2.0/numbers")).await;
+    let bought: Vec<&str> = owned["hits"]
+        .as_array()
+        .expect("hits")
+        .iter()
+        .filter_map(|n| n["e164"].as_str())
+        .filter(|n| *n != number)
+        .collect();
+    assert_eq!(bought.len(), 1, "{owned}");
+    assert!(held.contains(bought[0]), "the reservation showed {held}");
     // The editor shows the server's validation error at its line as one types.
     browser.open(&app.url("/#/scenarios/new")).await;
     browser
@@ -429,5 +453,96 @@ async fn the_console_works_in_a_real_browser(app: TestApp) {
     browser.open(&app.url(&format!("/#/sms/{sid}"))).await;
     browser.wait_text("main", "sms.mo").await;
     browser.screenshot("console-sms-detail").await;
+    browser.quit().await;
+}
+
+/// The key WebDriver sends for Enter.
+const ENTER: &str = "\u{E007}";
+
+async fn the_operator_drives_the_console_by_keyboard_in_a_real_browser(app: TestApp) {
+    if !available() {
+        return;
+    }
+    let browser = Browser::start().await;
+    browser.open(&app.url("/")).await;
+    browser
+        .script(
+            "const m = document.querySelector('#signin select[name=mode]'); \
+             m.value = 'admin'; m.dispatchEvent(new Event('change'));",
+            json!([]),
+        )
+        .await;
+    // Enter in the token's field signs in.
+    browser
+        .type_in("#secret", &format!("{ADMIN_TOKEN}{ENTER}"))
+        .await;
+    browser.wait_text("#who", "operator").await;
+    browser
+        .find("section[data-view=accounts][data-ready=true]")
+        .await;
+    // Create an account with an opening credit.
+    browser
+        .type_in("#view form.row input[name=name]", "Corner shop")
+        .await;
+    browser
+        .type_in("#view form.row input[name=credit]", &format!("2500{ENTER}"))
+        .await;
+    let shown = browser.wait_text("#created .card", "apiKey").await;
+    let (status, accounts) = send(app.admin(Method::GET, "/admin/accounts")).await;
+    assert_eq!(status, 200);
+    let made = accounts
+        .as_array()
+        .expect("accounts")
+        .iter()
+        .find(|a| a["name"] == "Corner shop")
+        .expect("the account the page created")
+        .clone();
+    let sid = made["sid"].as_str().expect("sid").to_owned();
+    assert_eq!(made["credit"], "2500.00");
+    assert!(
+        shown.contains(&sid),
+        "the card shows the new account: {shown}"
+    );
+    browser.screenshot("console-operator").await;
+    // Credit it by typing an amount in its row and pressing Enter; the focus stays there.
+    let row = format!("#view tr[data-sid=\"{sid}\"]");
+    browser
+        .type_in(
+            &format!("{row} form[data-act=credit] input"),
+            &format!("1000{ENTER}"),
+        )
+        .await;
+    browser.wait_text(&row, "3500.00").await;
+    let focused = browser
+        .script(
+            "return document.activeElement.getAttribute('name')",
+            json!([]),
+        )
+        .await;
+    assert_eq!(focused, "amount", "the focus went back to the amount");
+    // Suspend it: the button pressed from the keyboard.
+    let button = browser
+        .find(&format!("{row} button[data-act=status]"))
+        .await;
+    browser.press(&button, ENTER).await;
+    browser.wait_text(&row, "Reactivate").await;
+    let (_, account) = send(app.admin(Method::GET, &format!("/admin/accounts/{sid}"))).await;
+    assert_eq!(account["status"], "suspended", "{account}");
+    assert_eq!(account["credit"], "3500.00", "{account}");
+    // A bad amount is refused in the page and changes nothing.
+    browser
+        .type_in(
+            &format!("{row} form[data-act=credit] input"),
+            &format!("lots{ENTER}"),
+        )
+        .await;
+    browser.wait_text("#toast", "amount").await;
+    let (_, account) = send(app.admin(Method::GET, &format!("/admin/accounts/{sid}"))).await;
+    assert_eq!(account["credit"], "3500.00");
+    // The connectors and the node's metrics draw.
+    browser.open(&app.url("/#/connectors")).await;
+    browser.wait_text("#view", "SIP trunks").await;
+    browser.open(&app.url("/#/metrics")).await;
+    browser.wait_text("#view", "dialtone_").await;
     browser.quit().await;
 }

@@ -182,6 +182,17 @@ impl Browser {
         .await;
     }
 
+    /// Focuses an element (found by [`Browser::find`]) and sends it keys, as a user tabbing
+    /// to it and typing would.
+    pub(crate) async fn press(&self, element: &str, keys: &str) {
+        self.call(
+            reqwest::Method::POST,
+            &format!("/element/{element}/value"),
+            Some(json!({ "text": keys })),
+        )
+        .await;
+    }
+
     /// A PNG of the page, written to `DIALTONE_SCREENSHOTS/name.png` when that is set.
     pub(crate) async fn screenshot(&self, name: &str) {
         let Some(dir) = std::env::var_os("DIALTONE_SCREENSHOTS") else {
