@@ -130,10 +130,12 @@ export async function store(view, params, go) {
   if (!params.type) return;
   const prefixes = await get(`/v2.0/numbers/store/prefixes${qs({ country: params.country, type: params.type })}`);
   const held = h('div', { id: 'reservation' });
-  view.append(h('h2', {}, `Prefixes of ${params.type} numbers in ${params.country}`), held, table([
+  const list = table([
     ['Prefix', (p) => p.prefix], ['Area', (p) => p.area || ''], ['Free numbers', (p) => p.available],
     ['', (p) => reserveForm(params, p, held, go)],
-  ], prefixes));
+  ], prefixes);
+  list.id = 'prefixes';
+  view.append(h('h2', {}, `Prefixes of ${params.type} numbers in ${params.country}`), held, list);
 }
 
 // Reserve up to `quantity` numbers under a prefix; the reservation then shows in `held`.

@@ -6,6 +6,7 @@
 
 use dialtone_domain::{Money, Timestamp};
 
+use crate::debits::{Entry, Seen};
 use crate::params;
 use crate::sql::{Conn, DbError, Dialect};
 
@@ -146,6 +147,9 @@ fn spend(
     now: Timestamp,
     used: bool,
 ) -> Result<Spend, DbError> {
+    if !used && let Some(spent) = spend_deferred(conn, account_id, amount, kind, cause, now)? {
+        return Ok(spent);
+    }
     let row = update_returning_after(
         conn,
         "UPDATE accounts SET credit = credit - $1 WHERE id = $2 AND ($3 OR billing_mode = 'postpaid' OR credit >= $1)",
@@ -167,6 +171,13 @@ fn spend(
         cause,
         now,
     )?;
+    crossed(conn, account_id, &a, now)?;
+    Ok(Spend::Done { balance: a.balance })
+}
+
+/// After a debit: the warning once per crossing of its level, the shutdown of a prepaid
+/// account at its level.
+fn crossed(conn: &mut dyn Conn, account_id: i64, a: &After, now: Timestamp) -> Result<(), DbError> {
     if !a.below_warning && a.balance < a.warning_level {
         conn.execute(
             "UPDATE accounts SET below_warning = $1 WHERE id = $2",
@@ -176,7 +187,7 @@ fn spend(
             conn,
             account_id,
             "billing.credit_warning",
-            &a,
+            a,
             Some(a.warning_level),
             "",
             now,
@@ -191,13 +202,149 @@ fn spend(
             conn,
             account_id,
             "billing.credit_shutdown",
-            &a,
+            a,
             Some(a.shutdown_level),
             "",
             now,
         )?;
     }
-    Ok(Spend::Done { balance: a.balance })
+    Ok(())
+}
+
+/// A debit kept for the end of the batch, when the connection defers them (see the
+/// `debits` module): checked against the credit the batch read less what it already took.
+/// None when debits are not deferred.
+fn spend_deferred(
+    conn: &mut dyn Conn,
+    account_id: i64,
+    amount: Money,
+    kind: &str,
+    cause: &str,
+    now: Timestamp,
+) -> Result<Option<Spend>, DbError> {
+    let seen = match conn.deferred_debits() {
+        None => return Ok(None),
+        Some(d) => d.seen(account_id),
+    };
+    let seen = match seen {
+        Some(seen) => seen,
+        None => {
+            let row = conn
+                .query_opt(
+                    "SELECT credit, billing_mode FROM accounts WHERE id = $1",
+                    params![account_id],
+                )?
+                .ok_or_else(|| DbError::Other(format!("no account {account_id} to debit")))?;
+            let seen = Seen {
+                credit: row.money(0)?,
+                prepaid: row.text(1)? == "prepaid",
+            };
+            if let Some(d) = conn.deferred_debits() {
+                d.see(account_id, seen);
+            }
+            seen
+        }
+    };
+    let Some(d) = conn.deferred_debits() else {
+        return Ok(None);
+    };
+    let overflow = || DbError::Other(format!("the debits of account {account_id} overflow"));
+    let left = seen
+        .credit
+        .checked_sub(d.pending(account_id).ok_or_else(overflow)?)
+        .ok_or_else(overflow)?;
+    if seen.prepaid && left < amount {
+        return Ok(Some(Spend::Insufficient { balance: left }));
+    }
+    d.push(Entry {
+        account_id,
+        amount,
+        kind: kind.to_owned(),
+        cause: cause.to_owned(),
+        now,
+    });
+    Ok(Some(Spend::Done {
+        balance: left.checked_sub(amount).ok_or_else(overflow)?,
+    }))
+}
+
+/// Takes the batch's deferred debits: per account (in id order, so two batches lock their
+/// rows in the same order), one conditional `UPDATE` of the total, then the ledger lines
+/// with the balance after each, in the order the writes made them, and the warning and
+/// shutdown as immediate debits would have made them. Returns false, having changed nothing
+/// the caller must keep, when an account's credit no longer covers its total (another
+/// transaction spent it since the batch read it): the caller rolls the batch back and runs
+/// its writes again one by one.
+pub fn settle_deferred(conn: &mut dyn Conn) -> Result<bool, DbError> {
+    let entries = match conn.deferred_debits() {
+        Some(d) => d.take(),
+        None => return Ok(true),
+    };
+    let mut totals: std::collections::BTreeMap<i64, Money> = std::collections::BTreeMap::new();
+    for e in &entries {
+        let total = totals.entry(e.account_id).or_insert(Money::ZERO);
+        *total = total
+            .checked_add(e.amount)
+            .ok_or_else(|| DbError::Other("the batch's debits overflow".into()))?;
+    }
+    for (account_id, total) in totals {
+        let Some(row) = update_returning_after(
+            conn,
+            "UPDATE accounts SET credit = credit - $1 WHERE id = $2 AND (billing_mode = 'postpaid' OR credit >= $1)",
+            params![total, account_id],
+            account_id,
+        )?
+        else {
+            return Ok(false);
+        };
+        let a = after(&row)?;
+        let mut balance = a
+            .balance
+            .checked_add(total)
+            .ok_or_else(|| DbError::Other("the batch's debits overflow".into()))?;
+        let mut lines = Vec::new();
+        let mut last = None;
+        for e in entries.iter().filter(|e| e.account_id == account_id) {
+            balance = balance
+                .checked_sub(e.amount)
+                .ok_or_else(|| DbError::Other("the batch's debits overflow".into()))?;
+            lines.push((e, balance));
+            last = Some(e.now);
+        }
+        record_lines(conn, account_id, &lines)?;
+        if let Some(now) = last {
+            crossed(conn, account_id, &a, now)?;
+        }
+    }
+    Ok(true)
+}
+
+/// Ledger lines of deferred debits, several to a statement.
+fn record_lines(
+    conn: &mut dyn Conn,
+    account_id: i64,
+    lines: &[(&Entry, Money)],
+) -> Result<(), DbError> {
+    use crate::sql::{Item, row_chunks, values_list};
+    for chunk in row_chunks(lines) {
+        let sql = format!(
+            "INSERT INTO ledger (account_id, amount, balance_after, kind, cause, created) VALUES {}",
+            values_list(chunk.len(), &[Item::Param; 6])
+        );
+        let mut params = Vec::with_capacity(chunk.len() * 6);
+        for (e, balance) in chunk {
+            params.extend([
+                account_id.into(),
+                e.amount.negate().into(),
+                (*balance).into(),
+                e.kind.as_str().into(),
+                e.cause.as_str().into(),
+                e.now.into(),
+            ]);
+        }
+        conn.execute(&sql, &params)?;
+    }
+    Ok(())
 }
 
 /// Credits `amount` (positive: a refund or a top-up); returns the balance after it. Clears

@@ -11,6 +11,7 @@ pub mod audio_files;
 pub mod billing;
 pub mod calls;
 pub mod console_sessions;
+pub mod debits;
 pub mod deliveries;
 pub mod delivery_log;
 pub mod end_users;

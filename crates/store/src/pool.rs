@@ -191,11 +191,16 @@ pub(crate) fn run_write_batch(conn: &mut dyn Conn, begin: &str, batch: Vec<Write
 /// Runs `job` and says whether it was kept and whether it failed on a lock conflict.
 fn run_marked(conn: &mut dyn Conn, job: &mut dyn Job, savepoint: bool) -> (bool, bool) {
     let _ = conn.take_contention();
+    let mark = conn.deferred_debits().map(|d| d.mark());
     let kept = if savepoint {
         run_in_savepoint(conn, job)
     } else {
         job.run(conn)
     };
+    // A write undone takes its deferred debits with it.
+    if !kept && let (Some(mark), Some(d)) = (mark, conn.deferred_debits()) {
+        d.undo_to(mark);
+    }
     (kept, !kept && conn.take_contention())
 }
 
@@ -212,6 +217,9 @@ fn run_batch_once(conn: &mut dyn Conn, begin: &str, batch: Vec<WriteJob>) -> Vec
     let mut any_kept = false;
     // Repeatable jobs that met a lock conflict: run again after this transaction.
     let mut contended = vec![false; repeatable.len()];
+    // Debits wait for the end of a batch of repeatable writes (see the `debits` module): a
+    // once write could not run again if the settling found the credit spent meanwhile.
+    let deferred = conn.defer_debits(once.is_empty() && repeatable.len() > 1);
     if once.is_empty() && repeatable.len() == 1 {
         let (kept, conflict) = run_marked(conn, repeatable[0].as_mut(), false);
         any_kept = kept;
@@ -223,9 +231,13 @@ fn run_batch_once(conn: &mut dyn Conn, begin: &str, batch: Vec<WriteJob>) -> Vec
             any_kept = true;
         } else {
             // Undo the whole attempt and give every job the savepoint semantics.
+            if let Some(d) = conn.deferred_debits() {
+                d.clear();
+            }
             let restart = conn.batch("ROLLBACK").and_then(|()| conn.batch(begin));
             if let Err(e) = restart {
                 tracing::error!(error = %e, "could not restart a write transaction");
+                conn.defer_debits(false);
                 return Vec::new();
             }
             for (job, conflict) in repeatable.iter_mut().zip(contended.iter_mut()) {
@@ -243,10 +255,29 @@ fn run_batch_once(conn: &mut dyn Conn, begin: &str, batch: Vec<WriteJob>) -> Vec
             run_in_savepoint(conn, job.as_mut())
         };
     }
-    let outcome = if any_kept {
-        conn.batch("COMMIT")
+    // The deferred debits last, so the balance rows are locked only from here to the commit.
+    let settled = if deferred && any_kept {
+        let _ = conn.take_contention();
+        match crate::billing::settle_deferred(conn) {
+            Ok(settled) => Ok(settled),
+            Err(_) if conn.take_contention() => Ok(false),
+            Err(e) => Err(e),
+        }
     } else {
-        conn.batch("ROLLBACK")
+        Ok(true)
+    };
+    conn.defer_debits(false);
+    let outcome = match settled {
+        Ok(true) if any_kept => conn.batch("COMMIT"),
+        Ok(true) => conn.batch("ROLLBACK"),
+        // The credit was spent since the batch read it: every write runs again alone,
+        // debiting at once.
+        Ok(false) => {
+            let _ = conn.batch("ROLLBACK");
+            contended = vec![true; repeatable.len()];
+            Ok(())
+        }
+        Err(e) => Err(e),
     };
     if outcome.is_err() {
         let _ = conn.batch("ROLLBACK");

@@ -100,6 +100,8 @@ pub(crate) struct PgConn {
     statements: HashMap<String, Statement>,
     /// A statement met a deadlock or a serialization failure (see [`Conn::take_contention`]).
     contention: bool,
+    /// The debits of the batch being written, while deferred (see the `debits` module).
+    deferred: Option<crate::debits::Deferred>,
 }
 
 impl PgConn {
@@ -169,6 +171,15 @@ impl Conn for PgConn {
     fn take_contention(&mut self) -> bool {
         std::mem::take(&mut self.contention)
     }
+
+    fn defer_debits(&mut self, on: bool) -> bool {
+        self.deferred = on.then(crate::debits::Deferred::default);
+        on
+    }
+
+    fn deferred_debits(&mut self) -> Option<&mut crate::debits::Deferred> {
+        self.deferred.as_mut()
+    }
 }
 
 fn connect(url: &str) -> Result<PgConn, DbError> {
@@ -177,6 +188,7 @@ fn connect(url: &str) -> Result<PgConn, DbError> {
         client,
         statements: HashMap::new(),
         contention: false,
+        deferred: None,
     })
 }
 

@@ -313,6 +313,19 @@ pub trait Conn {
         false
     }
 
+    /// Turns deferred debits on (a new, empty set) or off for the writes that follow; says
+    /// whether they are on. Only PostgreSQL defers: SQLite's single writer never waits for
+    /// another's row lock. See the `debits` module.
+    fn defer_debits(&mut self, on: bool) -> bool {
+        let _ = on;
+        false
+    }
+
+    /// The debits deferred to the end of the batch being written, when they are on.
+    fn deferred_debits(&mut self) -> Option<&mut crate::debits::Deferred> {
+        None
+    }
+
     /// At most one row.
     fn query_opt(&mut self, sql: &str, params: &[Value]) -> Result<Option<Row>, DbError> {
         Ok(self.query(sql, params)?.into_iter().next())

@@ -15,6 +15,7 @@ both_backends!(
     top_ups_emit_billing_credit,
     thresholds_warn_once_suspend_and_reactivate,
     the_ledger_holds_under_two_thousand_racing_sends,
+    three_nodes_race_sends_against_a_low_balance,
     monthly_fees_on_the_contract_day,
     operators_suspend_and_reactivate,
 );
@@ -336,6 +337,87 @@ async fn the_ledger_holds_under_two_thousand_racing_sends(app: TestApp) {
         accepted, 666,
         "3000.00 buys 666 SMS at 4.50 (refused: {refused:?})"
     );
+}
+
+/// Three nodes on one database take sends of one account as fast as they come, 96 at a time,
+/// against a balance that covers 111 of 600: exactly 111 are accepted whichever node took
+/// them, the balance never went below zero, and every debit is one ledger line whose
+/// balances follow each other. (On PostgreSQL a batch's debits are settled at its end, and a
+/// batch that finds the credit spent by another node runs its writes again one by one.)
+async fn three_nodes_race_sends_against_a_low_balance(app: TestApp) {
+    let acct = app
+        .account_with(json!({"name": "race3", "credit": "500.00"}))
+        .await;
+    let (second, _node2) = app.second_node().await;
+    let (third, _node3) = app.second_node().await;
+    let bases = [app.base.clone(), second, third];
+    let limit = Arc::new(tokio::sync::Semaphore::new(96));
+    let mut tasks = Vec::new();
+    for i in 0..600 {
+        let (client, url, key, limit) = (
+            app.client.clone(),
+            format!("{}/v2.0/sms?to=%2B447700900555", bases[i % 3]),
+            acct.api_key.clone(),
+            limit.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            let _permit = limit.acquire_owned().await.unwrap();
+            let r = client
+                .post(url)
+                .header("x-api-key", key)
+                .json(&json!({"body": "race"}))
+                .send()
+                .await
+                .unwrap();
+            let status = r.status().as_u16();
+            let body: Value = r.json().await.unwrap();
+            (status, body["code"].as_str().unwrap_or_default().to_owned())
+        }));
+    }
+    let mut accepted = 0i64;
+    for t in tasks {
+        match t.await.unwrap() {
+            (202, _) => accepted += 1,
+            (403, code) => assert_eq!(code, "insufficient_credit"),
+            other => panic!("unexpected answer {other:?}"),
+        }
+    }
+    assert_eq!(accepted, 111, "500.00 buys 111 SMS at 4.50");
+    let a = account_row(&app, &acct.sid).await;
+    assert_eq!(
+        a.credit,
+        dialtone_domain::Money::parse_cents("0.50").unwrap()
+    );
+    let id = a.id;
+    let (sum, lowest, lines) = app
+        .state
+        .store
+        .read(move |c| {
+            let lines = c
+                .query(
+                    "SELECT amount, balance_after FROM ledger WHERE account_id = $1 AND kind = 'sms' ORDER BY balance_after DESC",
+                    dialtone_store::params![id],
+                )?
+                .iter()
+                .map(|r| Ok((r.int(0)?, r.int(1)?)))
+                .collect::<Result<Vec<_>, dialtone_store::DbError>>()?;
+            Ok::<_, dialtone_store::DbError>((
+                dialtone_store::billing::ledger_sum(c, id)?,
+                dialtone_store::billing::lowest_balance(c, id)?,
+                lines,
+            ))
+        })
+        .await
+        .unwrap();
+    assert_eq!(sum, a.credit, "the balance is the sum of the ledger");
+    assert!(lowest.unwrap() >= dialtone_domain::Money::ZERO);
+    assert_eq!(lines.len(), 111, "one ledger line per accepted SMS");
+    // The lines' balances step down by the price from the opening credit: no two debits
+    // saw the same balance.
+    for (i, (amount, balance)) in lines.iter().enumerate() {
+        assert_eq!(*amount, -450, "line {i}");
+        assert_eq!(*balance, 50_000 - 450 * (i as i64 + 1), "line {i}");
+    }
 }
 
 async fn monthly_fees_on_the_contract_day(app: TestApp) {

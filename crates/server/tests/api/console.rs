@@ -384,11 +384,14 @@ async fn the_console_works_in_a_real_browser(app: TestApp) {
         "sandbox",
     ] {
         browser.open(&app.url(&format!("/#/{view}"))).await;
-        browser.find("section[data-ready]").await;
+        // This view's section, not the one it replaces.
+        let name = view.split(['?', '/']).next().unwrap_or(view);
+        let drawn = format!("section[data-view={name}][data-ready]");
+        browser.find(&drawn).await;
         let state = browser
             .script(
-                "return document.querySelector('section[data-ready]').dataset.ready",
-                json!([]),
+                "return document.querySelector(arguments[0]).dataset.ready",
+                json!([drawn]),
             )
             .await;
         let text = browser.text("main").await;
@@ -399,8 +402,11 @@ async fn the_console_works_in_a_real_browser(app: TestApp) {
     browser
         .open(&app.url("/#/store?country=GB&type=mobile"))
         .await;
-    browser.wait_text("#view table", "+44").await;
-    browser.click("#view table form button[type=submit]").await;
+    browser
+        .find("section[data-view=store][data-ready=true] #prefixes")
+        .await;
+    browser.wait_text("#prefixes", "+44").await;
+    browser.click("#prefixes form button[type=submit]").await;
     let held = browser.wait_text("#reservation .card", "Held until").await;
     browser.screenshot("console-store").await;
     browser.click("#reservation .card button").await;
@@ -431,7 +437,9 @@ async fn the_console_works_in_a_real_browser(app: TestApp) {
     // An inbound SMS appears live in the open list, its body as text, and its webhook
     // delivery on its page.
     browser.open(&app.url("/#/sms?direction=inbound")).await;
-    browser.find("section[data-ready]").await;
+    browser
+        .find("section[data-view=sms][data-ready=true]")
+        .await;
     browser.find("#live.on").await;
     let hostile = "<img src=x onerror=alert(1)> hi";
     let (status, sms) = send(
@@ -451,6 +459,7 @@ async fn the_console_works_in_a_real_browser(app: TestApp) {
     app.tick().await;
     let sid = sms["sid"].as_str().expect("sid");
     browser.open(&app.url(&format!("/#/sms/{sid}"))).await;
+    browser.wait_text("main", "Webhook deliveries").await;
     browser.wait_text("main", "sms.mo").await;
     browser.screenshot("console-sms-detail").await;
     browser.quit().await;
@@ -541,8 +550,14 @@ async fn the_operator_drives_the_console_by_keyboard_in_a_real_browser(app: Test
     assert_eq!(account["credit"], "3500.00");
     // The connectors and the node's metrics draw.
     browser.open(&app.url("/#/connectors")).await;
+    browser
+        .find("section[data-view=connectors][data-ready=true]")
+        .await;
     browser.wait_text("#view", "SIP trunks").await;
     browser.open(&app.url("/#/metrics")).await;
+    browser
+        .find("section[data-view=metrics][data-ready=true]")
+        .await;
     browser.wait_text("#view", "dialtone_").await;
     browser.quit().await;
 }
