@@ -43,6 +43,8 @@ export function go(path, params) {
 
 async function render() {
   clearTimeout(pollTimer);
+  // A redraw the feed asked for belongs to the view it was asked on: leaving it cancels it.
+  clearTimeout(redraw);
   const main = document.getElementById('view');
   if (!session) return signIn(main);
   let { path, params } = parse(location.hash);

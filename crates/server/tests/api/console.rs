@@ -530,10 +530,9 @@ async fn the_operator_drives_the_console_by_keyboard_in_a_real_browser(app: Test
         .await;
     assert_eq!(focused, "amount", "the focus went back to the amount");
     // Suspend it: the button pressed from the keyboard.
-    let button = browser
-        .find(&format!("{row} button[data-act=status]"))
+    browser
+        .press(&format!("{row} button[data-act=status]"), ENTER)
         .await;
-    browser.press(&button, ENTER).await;
     browser.wait_text(&row, "Reactivate").await;
     let (_, account) = send(app.admin(Method::GET, &format!("/admin/accounts/{sid}"))).await;
     assert_eq!(account["status"], "suspended", "{account}");

@@ -93,6 +93,33 @@ impl Browser {
         v["value"].clone()
     }
 
+    /// Actions on the element `css` finds, in turn. An element the page drew again between
+    /// the finding and an action (a stale element) is found again, at most 3 times; any other
+    /// error of the driver (an element that cannot be interacted with) fails the test rather
+    /// than going on as if the action had happened.
+    async fn act(&self, css: &str, actions: &[(&str, Value)]) {
+        for attempt in 1..=3 {
+            let id = self.find(css).await;
+            let mut stale = false;
+            for (action, body) in actions {
+                let path = format!("/element/{id}/{action}");
+                let v = self
+                    .call(reqwest::Method::POST, &path, Some(body.clone()))
+                    .await;
+                if let Some(error) = v.get("error") {
+                    if error == "stale element reference" && attempt < 3 {
+                        stale = true;
+                        break;
+                    }
+                    panic!("WebDriver {action} on {css}: {error}: {}", v["message"]);
+                }
+            }
+            if !stale {
+                return;
+            }
+        }
+    }
+
     /// Opens a URL.
     pub(crate) async fn open(&self, url: &str) {
         self.call(reqwest::Method::POST, "/url", Some(json!({ "url": url })))
@@ -156,41 +183,21 @@ impl Browser {
 
     /// Clicks an element.
     pub(crate) async fn click(&self, css: &str) {
-        let id = self.find(css).await;
-        self.call(
-            reqwest::Method::POST,
-            &format!("/element/{id}/click"),
-            Some(json!({})),
-        )
-        .await;
+        self.act(css, &[("click", json!({}))]).await;
     }
 
     /// Types into an element (after clearing it).
     pub(crate) async fn type_in(&self, css: &str, text: &str) {
-        let id = self.find(css).await;
-        self.call(
-            reqwest::Method::POST,
-            &format!("/element/{id}/clear"),
-            Some(json!({})),
-        )
-        .await;
-        self.call(
-            reqwest::Method::POST,
-            &format!("/element/{id}/value"),
-            Some(json!({ "text": text })),
+        self.act(
+            css,
+            &[("clear", json!({})), ("value", json!({ "text": text }))],
         )
         .await;
     }
 
-    /// Focuses an element (found by [`Browser::find`]) and sends it keys, as a user tabbing
-    /// to it and typing would.
-    pub(crate) async fn press(&self, element: &str, keys: &str) {
-        self.call(
-            reqwest::Method::POST,
-            &format!("/element/{element}/value"),
-            Some(json!({ "text": keys })),
-        )
-        .await;
+    /// Focuses an element and sends it keys, as a user tabbing to it and typing would.
+    pub(crate) async fn press(&self, css: &str, keys: &str) {
+        self.act(css, &[("value", json!({ "text": keys }))]).await;
     }
 
     /// A PNG of the page, written to `DIALTONE_SCREENSHOTS/name.png` when that is set.
