@@ -7,6 +7,7 @@
 mod console;
 mod crash;
 mod load;
+mod nodes;
 mod receiver;
 mod seed;
 mod server;
@@ -51,7 +52,8 @@ struct Args {
     /// start,ping,sms,runs,calls,search,console,webhooks,export),
     /// or one of those never run by default: `voice` (SIP calls held with RTP), `speech`
     /// (synthesis, transcription, the first audio of `say`), `crash` (the kill -9 test),
-    /// `soak` (the database's size under a constant load with a short retention).
+    /// `soak` (the database's size under a constant load with a short retention), `nodes`
+    /// (`POST /v2.0/sms` through `--nodes` nodes on one PostgreSQL).
     #[arg(long)]
     only: Option<String>,
     /// Minutes of the soak (`--only soak`).
@@ -72,7 +74,7 @@ struct Args {
     /// Kills of the crash test.
     #[arg(long, default_value_t = 20)]
     kills: usize,
-    /// Server processes of the crash test (several need --database-url).
+    /// Server processes of the crash test and of `nodes` (several need --database-url).
     #[arg(long, default_value_t = 1)]
     nodes: usize,
     /// Run this server binary instead of building the release one (CI runs the crash test
@@ -207,6 +209,13 @@ async fn main() -> anyhow::Result<()> {
     }
     if asked(&args, "speech") {
         return speech::run(&binary).await;
+    }
+    if asked(&args, "nodes") {
+        let url = args
+            .database_url
+            .as_deref()
+            .ok_or_else(|| anyhow::anyhow!("--only nodes needs --database-url (PostgreSQL)"))?;
+        return nodes::run(&binary, url, args.nodes, args.connections, args.seconds).await;
     }
     if asked(&args, "crash") {
         return crash::run(
