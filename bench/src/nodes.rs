@@ -10,28 +10,14 @@ use crate::{load, server};
 
 /// CPU time of every `postgres` process of this machine, in milliseconds.
 fn postgres_cpu_ms() -> f64 {
-    let mut ticks = 0u64;
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return 0.0;
     };
-    for entry in dir.flatten() {
-        let path = entry.path();
-        let Ok(stat) = std::fs::read_to_string(path.join("stat")) else {
-            continue;
-        };
-        let Some((head, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        if !head.ends_with("(postgres") {
-            continue;
-        }
-        // After the command: state is field 3; utime and stime are fields 14 and 15.
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let field = |n: usize| fields.get(n - 3).and_then(|f| f.parse::<u64>().ok());
-        ticks += field(14).unwrap_or(0) + field(15).unwrap_or(0);
-    }
-    // Linux counts 100 ticks a second.
-    ticks as f64 * 10.0
+    dir.flatten()
+        .filter_map(|entry| std::fs::read_to_string(entry.path().join("stat")).ok())
+        .filter(|stat| stat.contains(" (postgres) "))
+        .filter_map(|stat| server::stat_cpu_ms(&stat).ok())
+        .sum()
 }
 
 /// Starts `nodes` nodes on a fresh schema of `url`, loads them with `connections` in all for

@@ -196,22 +196,7 @@ impl Server {
     /// milliseconds: the cost of a benchmark, whatever the load generator beside it uses.
     pub(crate) fn cpu_ms(&self) -> anyhow::Result<f64> {
         let pid = self.child.as_ref().map_or(0, Child::id);
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-        // Fields after the command name (which may hold spaces) end with ')'.
-        let rest = stat
-            .rsplit_once(')')
-            .map(|(_, r)| r)
-            .ok_or_else(|| anyhow::anyhow!("bad /proc stat"))?;
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        // utime and stime are fields 14 and 15 of the line, 12 and 13 after the ')'.
-        let ticks: u64 = fields
-            .get(11..13)
-            .ok_or_else(|| anyhow::anyhow!("short /proc stat"))?
-            .iter()
-            .map(|f| f.parse::<u64>())
-            .sum::<Result<u64, _>>()?;
-        // Linux reports them in USER_HZ, 100 per second on every platform it runs on.
-        Ok(ticks as f64 * 10.0)
+        stat_cpu_ms(&std::fs::read_to_string(format!("/proc/{pid}/stat"))?)
     }
 
     fn proc_status(&self, field: &str) -> anyhow::Result<u64> {
@@ -331,4 +316,23 @@ impl Drop for Server {
             let _ = c.wait();
         }
     }
+}
+
+/// User and system CPU time of a process, in milliseconds, from its `/proc/PID/stat` line.
+pub(crate) fn stat_cpu_ms(stat: &str) -> anyhow::Result<f64> {
+    // Fields after the command name (which may hold spaces) end with ')'.
+    let rest = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r)
+        .ok_or_else(|| anyhow::anyhow!("bad /proc stat"))?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the ')'.
+    let ticks: u64 = fields
+        .get(11..13)
+        .ok_or_else(|| anyhow::anyhow!("short /proc stat"))?
+        .iter()
+        .map(|f| f.parse::<u64>())
+        .sum::<Result<u64, _>>()?;
+    // Linux reports them in USER_HZ, 100 per second on every platform it runs on.
+    Ok(ticks as f64 * 10.0)
 }

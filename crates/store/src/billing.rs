@@ -280,12 +280,11 @@ pub fn settle_deferred(conn: &mut dyn Conn) -> Result<bool, DbError> {
         Some(d) => d.take(),
         None => return Ok(true),
     };
+    let overflow = || DbError::Other("the batch's debits overflow".into());
     let mut totals: std::collections::BTreeMap<i64, Money> = std::collections::BTreeMap::new();
     for e in &entries {
         let total = totals.entry(e.account_id).or_insert(Money::ZERO);
-        *total = total
-            .checked_add(e.amount)
-            .ok_or_else(|| DbError::Other("the batch's debits overflow".into()))?;
+        *total = total.checked_add(e.amount).ok_or_else(overflow)?;
     }
     for (account_id, total) in totals {
         let Some(row) = update_returning_after(
@@ -298,16 +297,11 @@ pub fn settle_deferred(conn: &mut dyn Conn) -> Result<bool, DbError> {
             return Ok(false);
         };
         let a = after(&row)?;
-        let mut balance = a
-            .balance
-            .checked_add(total)
-            .ok_or_else(|| DbError::Other("the batch's debits overflow".into()))?;
+        let mut balance = a.balance.checked_add(total).ok_or_else(overflow)?;
         let mut lines = Vec::new();
         let mut last = None;
         for e in entries.iter().filter(|e| e.account_id == account_id) {
-            balance = balance
-                .checked_sub(e.amount)
-                .ok_or_else(|| DbError::Other("the batch's debits overflow".into()))?;
+            balance = balance.checked_sub(e.amount).ok_or_else(overflow)?;
             lines.push((e, balance));
             last = Some(e.now);
         }

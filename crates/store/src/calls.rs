@@ -425,22 +425,17 @@ pub fn newest(
 ) -> Result<crate::search::Scanned<Call>, DbError> {
     let mut q = crate::sql::SqlBuilder::new("FROM calls WHERE account_id = ");
     q.bind(account_id);
-    let scanned = if f.direction.is_none() && f.status.is_none() && f.party.is_none() {
-        crate::search::Scanned {
-            rows: crate::search::newest_first(conn, COLUMNS, &q, None, "id", keyset)?,
-            stopped_at: None,
-        }
-    } else {
-        crate::search::newest_first_within(
-            conn,
-            COLUMNS,
-            &q,
-            &|q| f.narrow(q),
-            None,
-            "id",
-            keyset,
-            crate::search::SCAN_WINDOW,
-        )?
-    };
+    let narrow = |q: &mut crate::sql::SqlBuilder| f.narrow(q);
+    let filtered = f.direction.is_some() || f.status.is_some() || f.party.is_some();
+    let scanned = crate::search::newest_first_within(
+        conn,
+        COLUMNS,
+        &q,
+        filtered.then_some(&narrow as &dyn Fn(&mut crate::sql::SqlBuilder)),
+        None,
+        "id",
+        keyset,
+        crate::search::SCAN_WINDOW,
+    )?;
     scanned.try_map(from_row)
 }

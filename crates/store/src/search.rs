@@ -156,18 +156,24 @@ pub fn newest_first(
 /// with ` AND`): the rows of `indexed` are read in index order, at most `window` of them, and
 /// `narrow` keeps the matching ones. A page that fills stops at its last row like any page; a
 /// page cut short by the window reports where the window ended (`stopped_at`), so the cost
-/// of a page is bounded however rare the match.
+/// of a page is bounded however rare the match. Without `narrow`, [`newest_first`].
 #[allow(clippy::too_many_arguments)]
 pub fn newest_first_within(
     conn: &mut dyn Conn,
     columns: &str,
     indexed: &SqlBuilder,
-    narrow: &dyn Fn(&mut SqlBuilder),
+    narrow: Option<&dyn Fn(&mut SqlBuilder)>,
     time_column: Option<&str>,
     id_column: &str,
     keyset: &Keyset,
     window: i64,
 ) -> Result<Scanned<Row>, DbError> {
+    let Some(narrow) = narrow else {
+        return Ok(Scanned {
+            rows: newest_first(conn, columns, indexed, time_column, id_column, keyset)?,
+            stopped_at: None,
+        });
+    };
     let order = newest_order(time_column, id_column);
     let mut params = indexed.params().to_vec();
     let mut from = indexed.sql().to_owned();

@@ -554,30 +554,17 @@ pub fn newest(
     f: &SmsFilter,
     keyset: &search::Keyset,
 ) -> Result<search::Scanned<Sms>, DbError> {
-    let scanned = if f.narrows() {
-        let dialect = conn.dialect();
-        search::newest_first_within(
-            conn,
-            COLUMNS,
-            &indexed(account_id, f),
-            &|q| f.narrow(q, dialect),
-            Some("created"),
-            "id",
-            keyset,
-            search::SCAN_WINDOW,
-        )?
-    } else {
-        search::Scanned {
-            rows: search::newest_first(
-                conn,
-                COLUMNS,
-                &indexed(account_id, f),
-                Some("created"),
-                "id",
-                keyset,
-            )?,
-            stopped_at: None,
-        }
-    };
+    let dialect = conn.dialect();
+    let narrow = |q: &mut SqlBuilder| f.narrow(q, dialect);
+    let scanned = search::newest_first_within(
+        conn,
+        COLUMNS,
+        &indexed(account_id, f),
+        f.narrows().then_some(&narrow as &dyn Fn(&mut SqlBuilder)),
+        Some("created"),
+        "id",
+        keyset,
+        search::SCAN_WINDOW,
+    )?;
     scanned.try_map(from_row)
 }

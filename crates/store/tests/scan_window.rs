@@ -57,9 +57,9 @@ async fn page(
                 c,
                 "id, created, tag",
                 &indexed,
-                &|q| {
+                Some(&|q| {
                     q.push(" AND tag = ").bind("hit");
-                },
+                }),
                 by_time.then_some("created"),
                 "id",
                 &Keyset { after, limit },

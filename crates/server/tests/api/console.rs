@@ -474,6 +474,8 @@ async fn the_operator_drives_the_console_by_keyboard_in_a_real_browser(app: Test
     }
     let browser = Browser::start().await;
     browser.open(&app.url("/")).await;
+    // The form is drawn once the page has asked whether a session exists.
+    browser.find("#signin select[name=mode]").await;
     browser
         .script(
             "const m = document.querySelector('#signin select[name=mode]'); \
