@@ -21,6 +21,7 @@ pub mod inbound_parts;
 pub mod key_cache;
 pub mod migrate;
 pub mod numbers;
+mod open_batch;
 mod pool;
 mod postgres;
 pub mod rates;
@@ -37,6 +38,7 @@ pub mod sql;
 mod sqlite;
 pub mod tasks;
 mod wal_checkpoints;
+mod wal_sync;
 pub mod webhooks;
 
 use std::path::PathBuf;
@@ -114,6 +116,9 @@ pub struct Store {
     in_flight: Arc<AtomicUsize>,
     /// SQLite only: see [`Store::checkpoints`].
     checkpoints: Option<Arc<wal_checkpoints::CheckpointCounts>>,
+    /// SQLite with [`Synchronous::Full`]: the WAL's syncs, which answers and reads wait for
+    /// (see the `wal_sync` module).
+    wal_sync: Option<Arc<wal_sync::WalSync>>,
 }
 
 /// Checkpoints run on a SQLite database since it was opened (see the `wal_checkpoints`
@@ -161,21 +166,28 @@ impl Store {
     }
 
     fn open_blocking(url: &DatabaseUrl, options: &StoreOptions) -> Result<Self, DbError> {
-        let (writes, reads, inline, checkpoints, dialect) = match url {
+        let (writes, reads, inline, checkpoints, wal_sync, dialect) = match url {
             DatabaseUrl::Sqlite(path) => {
                 let counts = Arc::new(wal_checkpoints::CheckpointCounts::default());
-                let (w, r) = sqlite::start(
+                let started = sqlite::start(
                     path,
                     options.connections,
                     options.synchronous,
                     counts.clone(),
                 )?;
                 let inline = sqlite::InlineReaders::new(path, options.synchronous);
-                (w, r, Some(Arc::new(inline)), Some(counts), Dialect::Sqlite)
+                (
+                    started.writes,
+                    started.reads,
+                    Some(Arc::new(inline)),
+                    Some(counts),
+                    started.wal_sync,
+                    Dialect::Sqlite,
+                )
             }
             DatabaseUrl::Postgres(url) => {
                 let (w, r) = postgres::start(url, options.connections)?;
-                (w, r, None, None, Dialect::Postgres)
+                (w, r, None, None, None, Dialect::Postgres)
             }
         };
         Ok(Self {
@@ -185,6 +197,7 @@ impl Store {
             dialect,
             in_flight: Arc::default(),
             checkpoints,
+            wal_sync,
         })
     }
 
@@ -232,7 +245,8 @@ impl Store {
             .await
     }
 
-    /// Queues the write `make` builds around the answer channel, and waits for the answer.
+    /// Queues the write `make` builds around the answer channel, and waits for the answer,
+    /// which comes once the commit that holds it is durable.
     async fn submit<T, E>(
         &self,
         make: impl FnOnce(tokio::sync::oneshot::Sender<Result<T, E>>) -> WriteJob,
@@ -248,6 +262,20 @@ impl Store {
         rx.await.map_err(|_| E::from(DbError::Closed))?
     }
 
+    /// Waits until commit `seq` is on disk (see the `wal_sync` module); at once on
+    /// PostgreSQL and with [`Synchronous::Normal`].
+    async fn durable(&self, seq: u64) -> Result<(), DbError> {
+        match &self.wal_sync {
+            Some(wal_sync) if seq > 0 => wal_sync.wait(seq).await,
+            _ => Ok(()),
+        }
+    }
+
+    /// The commit a read that ends now must see durable before its result is used.
+    fn read_horizon(wal_sync: Option<&wal_sync::WalSync>) -> u64 {
+        wal_sync.map_or(0, wal_sync::WalSync::horizon)
+    }
+
     /// Writes submitted and not yet answered: queued, in the transaction being run, or
     /// waiting for its commit. A background worker sizes its batches by it, since a large
     /// batch while requests wait holds them behind it (SQLite has a single writer).
@@ -255,19 +283,24 @@ impl Store {
         self.in_flight.load(Ordering::Relaxed)
     }
 
-    /// Runs `f` on a reader connection (no explicit transaction).
+    /// Runs `f` on a reader connection (no explicit transaction). The result is given once
+    /// every commit it may have seen is durable.
     pub async fn read<T, E, F>(&self, f: F) -> Result<T, E>
     where
         F: FnOnce(&mut dyn Conn) -> Result<T, E> + Send + 'static,
         T: Send + 'static,
         E: From<DbError> + Send + 'static,
     {
-        let (tx, rx) = tokio::sync::oneshot::channel::<Result<T, E>>();
+        let (tx, rx) = tokio::sync::oneshot::channel::<(Result<T, E>, u64)>();
+        let wal_sync = self.wal_sync.clone();
         let job: ReadJob = Box::new(move |conn: &mut dyn Conn| {
-            let _ = tx.send(f(conn));
+            let result = f(conn);
+            let _ = tx.send((result, Self::read_horizon(wal_sync.as_deref())));
         });
         self.reads.send(job).map_err(|_| E::from(DbError::Closed))?;
-        rx.await.map_err(|_| E::from(DbError::Closed))?
+        let (result, horizon) = rx.await.map_err(|_| E::from(DbError::Closed))?;
+        self.durable(horizon).await.map_err(E::from)?;
+        result
     }
 
     /// A point read: `f` must read an indexed row or a few (microseconds of work), such as
@@ -275,7 +308,32 @@ impl Store {
     /// calling thread, sparing the switch to a reader thread and back, which costs more than
     /// such a query; on PostgreSQL (a round trip anyway) it is [`Store::read`]. Anything
     /// that may scan belongs in [`Store::read`], off the async workers.
+    /// Like [`Store::read`], its result is given once every commit it may have seen is
+    /// durable.
     pub async fn lookup<T, E, F>(&self, f: F) -> Result<T, E>
+    where
+        F: FnOnce(&mut dyn Conn) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: From<DbError> + Send + 'static,
+    {
+        match &self.inline {
+            Some(inline) => {
+                let result = inline.run(f).map_err(E::from)?;
+                let horizon = Self::read_horizon(self.wal_sync.as_deref());
+                self.durable(horizon).await.map_err(E::from)?;
+                result
+            }
+            None => self.read(f).await,
+        }
+    }
+
+    /// A [`Store::lookup`] that does not wait for the durability of what it read: on
+    /// SQLite it may see a commit whose fsync has not returned yet. Only for a read that
+    /// decides what the request writes next and is never shown as it is, such as the
+    /// account behind an API key: the write's answer waits for a sync made after its own
+    /// commit, which covers every commit the read could have seen. Authentication, on every
+    /// request, would otherwise wait for other requests' syncs.
+    pub async fn peek<T, E, F>(&self, f: F) -> Result<T, E>
     where
         F: FnOnce(&mut dyn Conn) -> Result<T, E> + Send + 'static,
         T: Send + 'static,

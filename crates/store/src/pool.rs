@@ -130,7 +130,7 @@ where
 }
 
 /// Runs `job` under a savepoint (undone if the job fails); says whether it was kept.
-fn run_in_savepoint(conn: &mut dyn Conn, job: &mut dyn Job) -> bool {
+pub(crate) fn run_in_savepoint(conn: &mut dyn Conn, job: &mut dyn Job) -> bool {
     if let Err(e) = conn.execute("SAVEPOINT job", &[]) {
         tracing::error!(error = %e, "could not open a savepoint");
     }

@@ -5,18 +5,21 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::{Receiver, Sender, select};
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, OpenFlags, ToSql};
 
+use crate::open_batch::OpenBatch;
 use crate::pool::{MAX_BATCH, ReadJob, WriteJob, run_write_batch};
 use crate::sql::{Conn, DbError, Dialect, Row, Value};
 use crate::wal_checkpoints::{CheckpointCounts, Checkpoints};
+use crate::wal_sync::WalSync;
 
 /// How much SQLite waits for the disk at each commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Synchronous {
-    /// fsync at every commit: survives power loss.
+    /// Every write is answered after an fsync of the WAL that covers its commit: survives
+    /// power loss. The fsync runs beside the writer (see the `wal_sync` module).
     Full,
     /// fsync at checkpoints only: survives a process crash, not a power loss.
     Normal,
@@ -156,9 +159,10 @@ fn open(path: &Path, read_only: bool, sync: Synchronous) -> Result<Connection, D
     let conn = Connection::open_with_flags(path, flags).map_err(map_err)?;
     conn.busy_timeout(std::time::Duration::from_secs(10))
         .map_err(map_err)?;
+    // `Full` is SQLite's `NORMAL` plus the `wal_sync` thread: the commit writes the WAL
+    // frames and a thread beside the writer syncs them before anyone is answered.
     let sync = match sync {
-        Synchronous::Full => "FULL",
-        Synchronous::Normal => "NORMAL",
+        Synchronous::Full | Synchronous::Normal => "NORMAL",
     };
     if !read_only {
         conn.execute_batch("PRAGMA journal_mode = WAL;")
@@ -211,14 +215,23 @@ impl InlineReaders {
     }
 }
 
-/// Opens the database file, then starts the writer, its checkpointer (counting its
-/// checkpoints in `counts`) and `readers` reader threads.
+/// The SQLite backend's threads, as the store holds them.
+pub(crate) struct Started {
+    pub(crate) writes: Sender<WriteJob>,
+    pub(crate) reads: Sender<ReadJob>,
+    /// With [`Synchronous::Full`]: what callers wait on before taking a commit as durable.
+    pub(crate) wal_sync: Option<Arc<WalSync>>,
+}
+
+/// Opens the database file, then starts the writer, its WAL syncer (with
+/// [`Synchronous::Full`]), its checkpointer (counting its checkpoints in `counts`) and
+/// `readers` reader threads.
 pub(crate) fn start(
     path: &Path,
     readers: usize,
     sync: Synchronous,
     counts: Arc<CheckpointCounts>,
-) -> Result<(Sender<WriteJob>, Sender<ReadJob>), DbError> {
+) -> Result<Started, DbError> {
     if let Some(dir) = path.parent()
         && !dir.as_os_str().is_empty()
     {
@@ -229,10 +242,18 @@ pub(crate) fn start(
     let checkpointer = open(path, false, sync)?;
     let checkpoints = Checkpoints::start(&writer, checkpointer, counts)
         .map_err(|e| DbError::Other(e.to_string()))?;
+    let wal_sync = match sync {
+        Synchronous::Full => Some(WalSync::start(WalSync::wal_file(path))?),
+        Synchronous::Normal => None,
+    };
     let (write_tx, write_rx) = crossbeam_channel::unbounded::<WriteJob>();
+    let writer_sync = wal_sync.clone();
     thread::Builder::new()
         .name("sqlite-writer".into())
-        .spawn(move || writer_loop(writer, checkpoints, write_rx))
+        .spawn(move || match writer_sync {
+            Some(wal_sync) => synced_writer_loop(writer, checkpoints, &wal_sync, write_rx),
+            None => writer_loop(writer, checkpoints, write_rx),
+        })
         .map_err(|e| DbError::Other(e.to_string()))?;
 
     let (read_tx, read_rx) = crossbeam_channel::unbounded::<ReadJob>();
@@ -244,9 +265,15 @@ pub(crate) fn start(
             .spawn(move || reader_loop(conn, rx))
             .map_err(|e| DbError::Other(e.to_string()))?;
     }
-    Ok((write_tx, read_tx))
+    Ok(Started {
+        writes: write_tx,
+        reads: read_tx,
+        wal_sync,
+    })
 }
 
+/// The writer with SQLite's own sync (`Synchronous::Normal`: nothing to wait for): takes
+/// every write waiting and commits them together.
 fn writer_loop(conn: Connection, mut checkpoints: Checkpoints, rx: Receiver<WriteJob>) {
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
@@ -257,6 +284,64 @@ fn writer_loop(conn: Connection, mut checkpoints: Checkpoints, rx: Receiver<Writ
             }
         }
         run_write_batch(&mut SqliteConn(&conn), "BEGIN IMMEDIATE", batch);
+        checkpoints.after_commit(&conn);
+    }
+}
+
+/// The writer with the WAL synced beside it (`Synchronous::Full`): runs each write as it
+/// arrives in an open transaction, and commits once no sync is running (or the batch is
+/// full); the syncer answers the batch (see the `open_batch` and `wal_sync` modules).
+fn synced_writer_loop(
+    conn: Connection,
+    mut checkpoints: Checkpoints,
+    wal_sync: &WalSync,
+    rx: Receiver<WriteJob>,
+) {
+    while let Ok(first) = rx.recv() {
+        let c = &mut SqliteConn(&conn);
+        let mut open = match OpenBatch::begin(c, "BEGIN IMMEDIATE") {
+            Ok(open) => open,
+            Err(e) => {
+                tracing::error!(error = %e, "could not begin a write transaction");
+                first.finish(Err(e));
+                continue;
+            }
+        };
+        let mut next = Some(first);
+        let mut broken = false;
+        while let Some(job) = next.take() {
+            if let Err((e, jobs)) = open.push(c, job) {
+                tracing::error!(error = %e, "could not restart a write transaction");
+                for job in jobs {
+                    job.finish(Err(e.clone()));
+                }
+                broken = true;
+                break;
+            }
+            if open.len() >= MAX_BATCH {
+                break;
+            }
+            next = rx.try_recv().ok();
+            if next.is_none() && !wal_sync.idle() {
+                // A sync runs: take the writes that arrive until it returns.
+                select! {
+                    recv(rx) -> job => next = job.ok(),
+                    recv(wal_sync.done()) -> _ => next = rx.try_recv().ok(),
+                }
+            }
+        }
+        if broken {
+            let _ = c.batch("ROLLBACK");
+            continue;
+        }
+        let mut seq = 0;
+        let ended = open.end(c, |c| {
+            seq = wal_sync.begin_commit();
+            c.batch("COMMIT")
+        });
+        if let Some((jobs, outcome)) = ended {
+            wal_sync.end_commit(seq, jobs, outcome);
+        }
         checkpoints.after_commit(&conn);
     }
 }

@@ -72,7 +72,7 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> AppResult<Option<&'a str>> 
 pub(crate) async fn account_by_key(state: &AppState, key: &str) -> AppResult<Option<Account>> {
     let hash = hash_api_key(key);
     let keys = state.keys.clone();
-    Ok(state.store.lookup(move |c| keys.account(c, &hash)).await?)
+    Ok(state.store.peek(move |c| keys.account(c, &hash)).await?)
 }
 
 impl FromRequestParts<AppState> for Caller {
