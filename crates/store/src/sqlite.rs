@@ -322,11 +322,16 @@ fn synced_writer_loop(
                 break;
             }
             next = rx.try_recv().ok();
-            if next.is_none() && !wal_sync.idle() {
-                // A sync runs: take the writes that arrive until it returns.
+            // A sync runs: take the writes that arrive until it returns. A ring left from
+            // a sync the writer did not wait for only costs another look at `idle`.
+            while next.is_none() && !wal_sync.idle() {
                 select! {
-                    recv(rx) -> job => next = job.ok(),
-                    recv(wal_sync.done()) -> _ => next = rx.try_recv().ok(),
+                    recv(rx) -> job => match job {
+                        Ok(job) => next = Some(job),
+                        // The store is closing: commit what the batch holds.
+                        Err(_) => break,
+                    },
+                    recv(wal_sync.done()) -> _ => {}
                 }
             }
         }
