@@ -176,6 +176,14 @@ mod tests {
         (Box::new(ClosureJob::new(Some(f), tx)), rx)
     }
 
+    /// An in-memory database with the table the writes insert into.
+    fn table() -> rusqlite::Connection {
+        let db = rusqlite::Connection::open_in_memory().expect("open");
+        db.execute_batch("CREATE TABLE t (k TEXT PRIMARY KEY)")
+            .expect("table");
+        db
+    }
+
     fn keys(c: &mut dyn Conn) -> Vec<String> {
         c.query("SELECT k FROM t ORDER BY k", params![])
             .expect("read")
@@ -186,10 +194,8 @@ mod tests {
 
     #[test]
     fn a_failed_write_leaves_nothing_and_the_batch_keeps_the_others() {
-        let db = rusqlite::Connection::open_in_memory().expect("open");
+        let db = table();
         let c = &mut SqliteConn(&db);
-        c.batch("CREATE TABLE t (k TEXT PRIMARY KEY)")
-            .expect("table");
         let mut open = OpenBatch::begin(c, "BEGIN IMMEDIATE").expect("begin");
         let mut answers = Vec::new();
         for (job, answer) in [
@@ -222,10 +228,8 @@ mod tests {
 
     #[test]
     fn a_batch_of_failures_rolls_back_and_answers_at_once() {
-        let db = rusqlite::Connection::open_in_memory().expect("open");
+        let db = table();
         let c = &mut SqliteConn(&db);
-        c.batch("CREATE TABLE t (k TEXT PRIMARY KEY)")
-            .expect("table");
         let mut open = OpenBatch::begin(c, "BEGIN IMMEDIATE").expect("begin");
         let (job, mut answer) = repeatable("x", true);
         open.push(c, job).map_err(|(e, _)| e).expect("push");
