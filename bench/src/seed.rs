@@ -130,39 +130,36 @@ pub(crate) async fn events(url: &str, account_sid: &str, n: u64) -> anyhow::Resu
     Ok(())
 }
 
-/// Work whose end a benchmark waits for: a condition a row meets once its work is done,
-/// counted in a table.
+/// Work whose end a benchmark waits for: the rows still at work, counted over and over
+/// while it runs, and the rows done, counted once at the end.
 pub(crate) struct Finish {
     /// What is counted, for messages.
     pub what: &'static str,
-    /// The table (with its filter).
-    pub from: &'static str,
-    /// True of a row whose work is done.
+    /// The rows still at work (table and filter): a partial index serves it, so polling it
+    /// while the load runs costs the database little (a scan of every row did: 8 ms of
+    /// PostgreSQL every 20 ms, beside the load it measured).
+    pub pending: &'static str,
+    /// The rows done (table and filter).
     pub done: &'static str,
 }
 
 /// Every run has ended.
 pub(crate) const RUNS_ENDED: Finish = Finish {
     what: "runs",
-    from: "runs",
-    done: "status <> 'running'",
+    pending: "runs WHERE status = 'running'",
+    done: "runs WHERE status <> 'running'",
 };
 
 /// Every outbound SMS went through its timetable (nothing left due).
 pub(crate) const SMS_SETTLED: Finish = Finish {
     what: "SMS",
-    from: "sms WHERE direction = 'outbound'",
-    done: "next_at IS NULL",
+    pending: "sms WHERE next_at IS NOT NULL AND direction = 'outbound'",
+    done: "sms WHERE next_at IS NULL AND direction = 'outbound'",
 };
 
-/// The rows of `finish` in the database: (done, not yet).
-pub(crate) async fn progress(store: &Store, finish: &Finish) -> anyhow::Result<(i64, i64)> {
-    let sql = format!(
-        "SELECT COALESCE(SUM(CASE WHEN {done} THEN 1 ELSE 0 END), 0), \
-         COALESCE(SUM(CASE WHEN {done} THEN 0 ELSE 1 END), 0) FROM {from}",
-        done = finish.done,
-        from = finish.from
-    );
+/// How many rows of `from` (a table and its filter) the database holds.
+pub(crate) async fn count(store: &Store, from: &str) -> anyhow::Result<i64> {
+    let sql = format!("SELECT COUNT(*) FROM {from}");
     let row = store.read(move |c| c.query_one(&sql, params![])).await?;
-    Ok((row.int(0)?, row.int(1)?))
+    Ok(row.int(0)?)
 }

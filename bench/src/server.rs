@@ -267,9 +267,9 @@ impl Server {
         // One connection set for the whole wait: polls must not open the database again.
         let store = crate::seed::open(&self.database_url).await?;
         loop {
-            let (done, pending) = crate::seed::progress(&store, finish).await?;
+            let pending = crate::seed::count(&store, finish.pending).await?;
             if pending == 0 {
-                return Ok(done);
+                return crate::seed::count(&store, finish.done).await;
             }
             anyhow::ensure!(
                 t0.elapsed() < limit,

@@ -51,8 +51,9 @@ pub struct Account {
 macro_rules! select_account {
     ($rest:literal) => {
         concat!(
-            "SELECT a.id, a.sid, a.name, a.parent_id, p.sid, a.status, a.currency, a.billing_mode, a.credit, a.login, \
-             a.created, a.updated, a.warning_level, a.shutdown_level, a.rate_limit, a.rate_burst",
+            "SELECT a.id, a.sid, a.name, a.parent_id, p.sid, a.status, a.currency, a.billing_mode, ",
+            crate::slices::balance_of!("a"),
+            ", a.login, a.created, a.updated, a.warning_level, a.shutdown_level, a.rate_limit, a.rate_burst",
             $rest
         )
     };
@@ -313,7 +314,14 @@ pub fn change(
         )?;
     }
     if let Some(w) = ch.warning_level {
-        conn.execute("UPDATE accounts SET warning_level = $1, below_warning = (credit < $1), updated = $2 WHERE id = $3", params![w, now, id])?;
+        conn.execute(
+            concat!(
+                "UPDATE accounts AS a SET warning_level = $1, below_warning = (",
+                crate::slices::balance_of!("a"),
+                " < $1), updated = $2 WHERE a.id = $3"
+            ),
+            params![w, now, id],
+        )?;
     }
     if let Some(l) = ch.shutdown_level {
         conn.execute(

@@ -1,5 +1,6 @@
 //! Prepaid credit as a ledger: every debit and credit is a row with the balance after it, and
-//! the account's `credit` column always equals the sum of its ledger (both change in the same
+//! the account's balance (its `credit` column, plus its credit slices on PostgreSQL: see the
+//! `slices` module) always equals the sum of its ledger (both change in the same
 //! transaction). Crossing the warning level emits `billing.credit_warning` once per crossing;
 //! reaching the shutdown level suspends a prepaid account and emits `billing.credit_shutdown`;
 //! a top-up above it reactivates the account.
@@ -37,10 +38,21 @@ struct After {
     currency: String,
 }
 
-/// The columns [`after`] reads (a macro, so the statements using them are constants).
+/// The columns [`after`] reads (a macro, so the statements using them are constants): on
+/// SQLite, which has no credit slices, the balance is the credit.
 macro_rules! after_columns {
     () => {
         "credit, warning_level, shutdown_level, below_warning, status, suspended_by, billing_mode, currency"
+    };
+}
+
+/// [`after_columns`] on PostgreSQL: the balance counts the account's credit slices.
+macro_rules! after_columns_sliced {
+    () => {
+        concat!(
+            crate::slices::balance_of!("accounts"),
+            ", warning_level, shutdown_level, below_warning, status, suspended_by, billing_mode, currency"
+        )
     };
 }
 
@@ -69,7 +81,7 @@ fn update_returning_after(
 ) -> Result<Option<crate::Row>, DbError> {
     match conn.dialect() {
         Dialect::Postgres => conn.query_opt(
-            &format!(concat!("{} RETURNING ", after_columns!()), update),
+            &format!(concat!("{} RETURNING ", after_columns_sliced!()), update),
             params,
         ),
         Dialect::Sqlite => {
@@ -106,7 +118,11 @@ fn credit_event(
 /// read with (see `key_cache`), so whatever shows a balance reads it here.
 pub fn balance(conn: &mut dyn Conn, account_id: i64) -> Result<Money, DbError> {
     conn.query_one(
-        "SELECT credit FROM accounts WHERE id = $1",
+        concat!(
+            "SELECT ",
+            crate::slices::balance_of!("a"),
+            " FROM accounts a WHERE a.id = $1"
+        ),
         params![account_id],
     )?
     .money(0)
@@ -150,13 +166,7 @@ fn spend(
     if !used && let Some(spent) = spend_deferred(conn, account_id, amount, kind, cause, now)? {
         return Ok(spent);
     }
-    let row = update_returning_after(
-        conn,
-        "UPDATE accounts SET credit = credit - $1 WHERE id = $2 AND ($3 OR billing_mode = 'postpaid' OR credit >= $1)",
-        params![amount, account_id, used],
-        account_id,
-    )?;
-    let Some(row) = row else {
+    let Some(row) = take(conn, account_id, amount, used)? else {
         return Ok(Spend::Insufficient {
             balance: balance(conn, account_id)?,
         });
@@ -173,6 +183,27 @@ fn spend(
     )?;
     crossed(conn, account_id, &a, now)?;
     Ok(Spend::Done { balance: a.balance })
+}
+
+/// Debits `amount` from the account's balance: from the connection's credit slice on
+/// PostgreSQL (see the `slices` module), from the account's row on SQLite. Gives the billing
+/// state after it, or `None` (nothing changed) when a prepaid balance does not cover it and
+/// the debit is not `used` (usage that already happened, taken even below zero).
+fn take(
+    conn: &mut dyn Conn,
+    account_id: i64,
+    amount: Money,
+    used: bool,
+) -> Result<Option<crate::Row>, DbError> {
+    match conn.credit_holder() {
+        Some(holder) => crate::slices::debit(conn, holder, account_id, amount, used),
+        None => update_returning_after(
+            conn,
+            "UPDATE accounts SET credit = credit - $1 WHERE id = $2 AND ($3 OR billing_mode = 'postpaid' OR credit >= $1)",
+            params![amount, account_id, used],
+            account_id,
+        ),
+    }
 }
 
 /// After a debit: the warning once per crossing of its level, the shutdown of a prepaid
@@ -231,7 +262,11 @@ fn spend_deferred(
         None => {
             let row = conn
                 .query_opt(
-                    "SELECT credit, billing_mode FROM accounts WHERE id = $1",
+                    concat!(
+                        "SELECT ",
+                        crate::slices::balance_of!("a"),
+                        ", a.billing_mode FROM accounts a WHERE a.id = $1"
+                    ),
                     params![account_id],
                 )?
                 .ok_or_else(|| DbError::Other(format!("no account {account_id} to debit")))?;
@@ -287,13 +322,7 @@ pub fn settle_deferred(conn: &mut dyn Conn) -> Result<bool, DbError> {
         *total = total.checked_add(e.amount).ok_or_else(overflow)?;
     }
     for (account_id, total) in totals {
-        let Some(row) = update_returning_after(
-            conn,
-            "UPDATE accounts SET credit = credit - $1 WHERE id = $2 AND (billing_mode = 'postpaid' OR credit >= $1)",
-            params![total, account_id],
-            account_id,
-        )?
-        else {
+        let Some(row) = take(conn, account_id, total, false)? else {
             return Ok(false);
         };
         let a = after(&row)?;

@@ -31,6 +31,7 @@ pub mod runs;
 pub mod scenarios;
 pub mod search;
 pub mod sip_trunks;
+mod slices;
 pub mod smpp_receipts;
 pub mod sms;
 pub mod sms_parts;

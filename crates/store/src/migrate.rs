@@ -51,6 +51,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(23, "0023_speech"),
     migration!(24, "0024_console"),
     migration!(25, "0025_runs_recent"),
+    migration!(26, "0026_credit_slices"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

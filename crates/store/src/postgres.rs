@@ -102,6 +102,9 @@ pub(crate) struct PgConn {
     contention: bool,
     /// The debits of the batch being written, while deferred (see the `debits` module).
     deferred: Option<crate::debits::Deferred>,
+    /// This session's id as a holder of credit slices (see the `slices` module): random, so
+    /// a new session never takes over the slices of one that ended.
+    holder: i64,
 }
 
 impl PgConn {
@@ -180,6 +183,10 @@ impl Conn for PgConn {
     fn deferred_debits(&mut self) -> Option<&mut crate::debits::Deferred> {
         self.deferred.as_mut()
     }
+
+    fn credit_holder(&self) -> Option<i64> {
+        Some(self.holder)
+    }
 }
 
 fn connect(url: &str) -> Result<PgConn, DbError> {
@@ -189,6 +196,7 @@ fn connect(url: &str) -> Result<PgConn, DbError> {
         statements: HashMap::new(),
         contention: false,
         deferred: None,
+        holder: rand::random(),
     })
 }
 

@@ -326,6 +326,13 @@ pub trait Conn {
         None
     }
 
+    /// The holder of credit slices this connection's debits take (PostgreSQL: one per
+    /// session); `None` on SQLite, whose debits take the account's row. See the `slices`
+    /// module.
+    fn credit_holder(&self) -> Option<i64> {
+        None
+    }
+
     /// At most one row.
     fn query_opt(&mut self, sql: &str, params: &[Value]) -> Result<Option<Row>, DbError> {
         Ok(self.query(sql, params)?.into_iter().next())
