@@ -8,7 +8,9 @@
 //! `auth_version` they were read at. The version moves, by triggers in the transaction
 //! that makes the change (migration 0016), whenever any account's settings or any key
 //! change, from this process or any other: a request reads the version (one row) and uses
-//! the cached account while it is unchanged.
+//! the cached account while it is unchanged. On PostgreSQL the requests that ask for the
+//! version together share one read of it, begun after each of them asked (the
+//! `shared_read` module): what each would have read itself, or newer.
 //!
 //! Why a stale account is never served: the version is read before the account, each in
 //! its own statement, so the account is at least as new as its tag. An entry is used only
@@ -20,11 +22,12 @@
 //! or decides on a balance reads it from the database.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::accounts::{self, Account};
-use crate::params;
-use crate::sql::{Conn, DbError};
+use crate::shared_read::SharedRead;
+use crate::sql::{Conn, DbError, Dialect};
+use crate::{Store, params};
 
 /// Keys kept at most; past it the cache starts again (live keys are far fewer).
 const CAPACITY: usize = 10_000;
@@ -33,6 +36,9 @@ const CAPACITY: usize = 10_000;
 #[derive(Default)]
 pub struct KeyCache {
     cached: Mutex<Cached>,
+    /// PostgreSQL: the version read shared by the requests that ask for it together (see
+    /// the `shared_read` module).
+    versions: Arc<SharedRead>,
 }
 
 #[derive(Default)]
@@ -48,17 +54,63 @@ impl KeyCache {
     /// it, except that its `credit` may be older (see the module's documentation).
     pub fn account(&self, conn: &mut dyn Conn, key_hash: &str) -> Result<Option<Account>, DbError> {
         let version = version(conn)?;
-        {
-            let mut cached = self.lock();
-            if cached.version == version {
-                if let Some(account) = cached.by_key_hash.get(key_hash) {
-                    return Ok(Some(account.clone()));
-                }
-            } else if cached.version < version {
-                cached.version = version;
-                cached.by_key_hash.clear();
-            }
+        if let Some(account) = self.cached(version, key_hash) {
+            return Ok(Some(account));
         }
+        self.read_at(version, conn, key_hash)
+    }
+
+    /// [`KeyCache::account`] for a request: on SQLite on the caller's thread without waiting
+    /// for the sync of what it saw (`Store::peek`: authentication decides a write, it shows
+    /// nothing); on PostgreSQL with the version read shared by the requests asking together,
+    /// and the database read only when the account is not cached at that version.
+    pub async fn account_for_request(
+        self: &Arc<Self>,
+        store: &Store,
+        key_hash: String,
+    ) -> Result<Option<Account>, DbError> {
+        if store.dialect() == Dialect::Sqlite {
+            let keys = self.clone();
+            return store.peek(move |c| keys.account(c, &key_hash)).await;
+        }
+        let reader = store.clone();
+        let version = self
+            .versions
+            .get(move || {
+                let store = reader.clone();
+                async move { store.read(version).await }
+            })
+            .await?;
+        if let Some(account) = self.cached(version, &key_hash) {
+            return Ok(Some(account));
+        }
+        let keys = self.clone();
+        store
+            .read(move |c| keys.read_at(version, c, &key_hash))
+            .await
+    }
+
+    /// The cached account of the key at `version`, if any (a newer version empties the
+    /// cache).
+    fn cached(&self, version: i64, key_hash: &str) -> Option<Account> {
+        let mut cached = self.lock();
+        if cached.version == version {
+            return cached.by_key_hash.get(key_hash).cloned();
+        }
+        if cached.version < version {
+            cached.version = version;
+            cached.by_key_hash.clear();
+        }
+        None
+    }
+
+    /// Reads the account of the key, `version` having been read before, and keeps it.
+    fn read_at(
+        &self,
+        version: i64,
+        conn: &mut dyn Conn,
+        key_hash: &str,
+    ) -> Result<Option<Account>, DbError> {
         let account = accounts::by_key_hash(conn, key_hash)?;
         if let Some(account) = &account {
             let mut cached = self.lock();

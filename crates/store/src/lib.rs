@@ -30,6 +30,7 @@ pub mod retention;
 pub mod runs;
 pub mod scenarios;
 pub mod search;
+mod shared_read;
 pub mod sip_trunks;
 mod slices;
 pub mod smpp_receipts;

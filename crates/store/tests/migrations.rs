@@ -158,9 +158,11 @@ async fn auth_version_guards_the_key_cache(store: &Store) {
     migrate::run(store).await.expect("migrate to the latest");
 
     let cache = Arc::new(KeyCache::default());
+    // As a request looks it up (on PostgreSQL, the version read shared by the lookups
+    // asking together).
     let lookup = |cache: Arc<KeyCache>| async move {
-        store
-            .read(move |c| cache.account(c, "hash1"))
+        cache
+            .account_for_request(store, "hash1".to_owned())
             .await
             .expect("lookup")
     };
@@ -191,6 +193,20 @@ async fn auth_version_guards_the_key_cache(store: &Store) {
         (suspended.status.as_str(), suspended.credit.units()),
         ("suspended", 900)
     );
+    // Lookups asking together, after a change: every one sees it.
+    write("UPDATE accounts SET status = 'active' WHERE sid = 'acct0001'").await;
+    let mut together = tokio::task::JoinSet::new();
+    for _ in 0..20 {
+        let (cache, store) = (cache.clone(), store.clone());
+        together.spawn(async move { cache.account_for_request(&store, "hash1".to_owned()).await });
+    }
+    while let Some(account) = together.join_next().await {
+        let account = account
+            .expect("join")
+            .expect("lookup")
+            .expect("the key's account");
+        assert_eq!(account.status.as_str(), "active");
+    }
 
     // A revoked key finds nothing from the next lookup on.
     write("UPDATE api_keys SET revoked = 1 WHERE key_hash = 'hash1'").await;

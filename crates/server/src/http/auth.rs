@@ -71,8 +71,7 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> AppResult<Option<&'a str>> 
 /// older than the last debit).
 pub(crate) async fn account_by_key(state: &AppState, key: &str) -> AppResult<Option<Account>> {
     let hash = hash_api_key(key);
-    let keys = state.keys.clone();
-    Ok(state.store.peek(move |c| keys.account(c, &hash)).await?)
+    Ok(state.keys.account_for_request(&state.store, hash).await?)
 }
 
 impl FromRequestParts<AppState> for Caller {
