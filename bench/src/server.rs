@@ -276,7 +276,10 @@ impl Server {
                 "{pending} {} still unfinished",
                 finish.what
             );
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            // Not more often: on PostgreSQL even the indexed count walks the dead entries
+            // the moves leave in the due index (10 ms each after a run), load beside the
+            // load measured; 250 ms is within 1% of the times measured here.
+            tokio::time::sleep(Duration::from_millis(250)).await;
         }
     }
 

@@ -83,6 +83,7 @@ impl Application {
             sms_wake: Arc::default(),
             delivery_wake: Arc::default(),
             sms_pacing: Default::default(),
+            sms_hints: Arc::default(),
             http,
             deliveries: Default::default(),
             delivery_recorder: Default::default(),

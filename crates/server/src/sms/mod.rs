@@ -4,6 +4,7 @@
 //! one transaction.
 
 pub(crate) mod carrier_events;
+pub(crate) mod due_hints;
 pub(crate) mod events;
 pub(crate) mod inbound;
 pub(crate) mod legacy;

@@ -32,6 +32,9 @@ pub(crate) struct Moves {
     states: Vec<StateWrite>,
     index: HashMap<i64, usize>,
     outbox: Outbox,
+    /// The SMS written with a next due time, and that time: the worker's hints once the
+    /// transaction commits (see `due_hints`).
+    scheduled: Vec<(i64, Timestamp)>,
 }
 
 impl Moves {
@@ -101,15 +104,28 @@ impl Moves {
                     "UPDATE sms SET next_at = $1 WHERE id = $2",
                     dialtone_store::params![next_at, sms_id],
                 )?;
+                if let Some(at) = next_at {
+                    self.scheduled.push((sms_id, at));
+                }
             }
         }
         Ok(())
+    }
+
+    /// The SMS written so far with a next due time, and that time.
+    pub(crate) fn scheduled(&self) -> &[(i64, Timestamp)] {
+        &self.scheduled
     }
 
     /// Writes the queued states and events. Every transaction that applies moves flushes
     /// them before it commits.
     pub(crate) fn flush(&mut self, c: &mut dyn Conn) -> Result<(), AppError> {
         store::write_states(c, &self.states)?;
+        self.scheduled.extend(
+            self.states
+                .iter()
+                .filter_map(|s| s.next_at.map(|at| (s.id, at))),
+        );
         self.states.clear();
         self.index.clear();
         self.outbox.flush(c)?;

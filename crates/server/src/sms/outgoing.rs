@@ -123,6 +123,7 @@ pub(crate) async fn send(state: &AppState, account: &Account, out: Outgoing) -> 
             })
             .await?;
         if let Some(sms) = stored {
+            state.sms_hints.add(sms.id, sms.next_at.unwrap_or(now));
             state.sms_wake.notify_one();
             return Ok(sms);
         }

@@ -22,14 +22,31 @@ use crate::state::AppState;
 pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
     let now = state.clock.now();
     let batch = state.sms_pacing.batch(state.store.writes_in_flight(), now);
+    // The SMS this node knows to be due, then (now and then, or when those gave nothing)
+    // the walk of the due index for the rest (see `due_hints`).
+    let hinted = state
+        .sms_hints
+        .take_due(now, usize::try_from(batch).unwrap_or(0));
+    let walk = state.sms_hints.walk_now(now, hinted.len());
     let st = state.clone();
-    let (to_submit, moved) = state
+    let (to_submit, moved, scheduled) = state
         .store
         .write_repeatable(move |c| {
             let mut moves = Moves::default();
             let mut submit = Vec::new();
             let mut moved = 0;
-            for sms in store::due(c, now, batch)? {
+            let mut due = store::due_among(c, now, &hinted)?;
+            let room = batch - due.len() as i64;
+            if walk && room > 0 {
+                // The walk sees this transaction's own claims as free: skip them.
+                let claimed: std::collections::HashSet<i64> = due.iter().map(|s| s.id).collect();
+                due.extend(
+                    store::due(c, now, room)?
+                        .into_iter()
+                        .filter(|s| !claimed.contains(&s.id)),
+                );
+            }
+            for sms in due {
                 moved += 1;
                 let current = SmsStatus::parse(&sms.status).unwrap_or(SmsStatus::Created);
                 if current.is_final() {
@@ -63,10 +80,13 @@ pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
                 }
             }
             moves.flush(c)?;
-            Ok::<_, AppError>((submit, moved))
+            Ok::<_, AppError>((submit, moved, moves.scheduled().to_vec()))
         })
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
+    for (id, at) in scheduled {
+        state.sms_hints.add(id, at);
+    }
     for submission in to_submit {
         super::submission::spawn(state, submission);
     }

@@ -1,0 +1,101 @@
+//! The SMS this node knows to be due, and when: the worker claims them by id, and walks the
+//! due index only now and then, for the rest.
+//!
+//! Every status move of an SMS changes its `next_at`, so on PostgreSQL each leaves a dead
+//! entry in the due index (no move is a HOT update), and the claim that walks the index from
+//! its head (`ORDER BY next_at`) stepped over every entry the moves left since the last
+//! vacuum: 15,459 buffers and 10.5 ms to find nothing due after one benchmark, the costliest
+//! statement of the run. The node knows most of its due work without that walk: the SMS it
+//! accepted (due at once) and the next steps its worker scheduled. Those are kept here and
+//! claimed through the primary key (`sms::due_among`). The walk (`sms::due`) still finds
+//! everything else: the SMS of other nodes and of a node that stopped, the retries and
+//! leases other paths schedule, hints dropped at [`CAPACITY`]; it runs when the hints have
+//! nothing due, and at least every [`SCAN_EVERY_MS`] otherwise. A hint is only a hint: the
+//! claim checks `next_at` in the database, and an SMS moved meanwhile is not claimed by it.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use dialtone_domain::Timestamp;
+
+/// Most hints kept (16 bytes each); past it new ones are dropped, and the walk finds them.
+pub(crate) const CAPACITY: usize = 200_000;
+/// Longest time between two walks of the due index while hints keep the worker busy: how
+/// late work this node has no hint of can be.
+pub(crate) const SCAN_EVERY_MS: i64 = 250;
+
+/// See the module's documentation.
+#[derive(Default)]
+pub(crate) struct DueHints {
+    /// (due at in Unix ms, SMS id), soonest first.
+    heap: Mutex<BinaryHeap<Reverse<(i64, i64)>>>,
+    /// When the due index was last walked (Unix ms).
+    scanned_at: AtomicI64,
+}
+
+impl DueHints {
+    /// Notes that SMS `id` is due at `at`.
+    pub(crate) fn add(&self, id: i64, at: Timestamp) {
+        let mut heap = self.lock();
+        if heap.len() < CAPACITY {
+            heap.push(Reverse((at.millis(), id)));
+        }
+    }
+
+    /// Takes up to `limit` hints due at `now`, soonest first.
+    pub(crate) fn take_due(&self, now: Timestamp, limit: usize) -> Vec<i64> {
+        let mut heap = self.lock();
+        let mut ids = Vec::new();
+        while ids.len() < limit {
+            match heap.peek() {
+                Some(Reverse((at, _))) if *at <= now.millis() => {}
+                _ => break,
+            }
+            if let Some(Reverse((_, id))) = heap.pop() {
+                ids.push(id);
+            }
+        }
+        ids
+    }
+
+    /// Whether the tick at `now` walks the due index: always when the hints gave it nothing,
+    /// else once [`SCAN_EVERY_MS`] passed since the last walk. Notes the walk.
+    pub(crate) fn walk_now(&self, now: Timestamp, hinted: usize) -> bool {
+        let last = self.scanned_at.load(Ordering::Relaxed);
+        if hinted > 0 && now.millis() - last < SCAN_EVERY_MS {
+            return false;
+        }
+        self.scanned_at.store(now.millis(), Ordering::Relaxed);
+        true
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BinaryHeap<Reverse<(i64, i64)>>> {
+        // A panic while holding the lock leaves a valid heap.
+        self.heap.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn due_hints_come_soonest_first_and_the_walk_runs_when_they_run_dry() {
+        let hints = DueHints::default();
+        let t = Timestamp::from_millis(1_800_000_000_000);
+        hints.add(3, t.plus_ms(10));
+        hints.add(1, t);
+        hints.add(2, t.plus_ms(5));
+        assert_eq!(hints.take_due(t.plus_ms(5), 10), [1, 2]);
+        assert_eq!(hints.take_due(t.plus_ms(5), 10), Vec::<i64>::new());
+        assert_eq!(hints.take_due(t.plus_ms(20), 10), [3]);
+        // Nothing hinted: the walk runs, every time.
+        assert!(hints.walk_now(t, 0));
+        assert!(hints.walk_now(t, 0));
+        // Hints keep it busy: the walk waits for its interval.
+        assert!(!hints.walk_now(t.plus_ms(SCAN_EVERY_MS - 1), 5));
+        assert!(hints.walk_now(t.plus_ms(SCAN_EVERY_MS), 5));
+    }
+}
