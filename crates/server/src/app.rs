@@ -72,6 +72,9 @@ impl Application {
         ));
         let http = webhooks::delivery::client(config.webhook_timeout_ms, &outbound);
         let state_config_failures = config.auth_failures_per_minute;
+        let sms_hints = Arc::new(crate::sms::due_hints::DueHints::for_database(
+            store.dialect(),
+        ));
         let state = AppState::new(Shared {
             store,
             clock,
@@ -83,7 +86,7 @@ impl Application {
             sms_wake: Arc::default(),
             delivery_wake: Arc::default(),
             sms_pacing: Default::default(),
-            sms_hints: Arc::default(),
+            sms_hints,
             http,
             deliveries: Default::default(),
             delivery_recorder: Default::default(),

@@ -12,6 +12,9 @@
 //! leases other paths schedule, hints dropped at [`CAPACITY`]; it runs when the hints have
 //! nothing due, and at least every [`SCAN_EVERY_MS`] otherwise. A hint is only a hint: the
 //! claim checks `next_at` in the database, and an SMS moved meanwhile is not claimed by it.
+//!
+//! On SQLite a deleted index entry is gone at once, so the walk costs nothing extra and the
+//! hints are off: measured on, they cost 7% of the end-to-end rate there.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -29,6 +32,8 @@ pub(crate) const SCAN_EVERY_MS: i64 = 250;
 /// See the module's documentation.
 #[derive(Default)]
 pub(crate) struct DueHints {
+    /// Hints are kept (PostgreSQL); off, every tick walks the due index.
+    on: bool,
     /// (due at in Unix ms, SMS id), soonest first.
     heap: Mutex<BinaryHeap<Reverse<(i64, i64)>>>,
     /// When the due index was last walked (Unix ms).
@@ -36,8 +41,19 @@ pub(crate) struct DueHints {
 }
 
 impl DueHints {
+    /// Hints for a node on this database: kept on PostgreSQL only.
+    pub(crate) fn for_database(dialect: dialtone_store::Dialect) -> Self {
+        Self {
+            on: dialect == dialtone_store::Dialect::Postgres,
+            ..Self::default()
+        }
+    }
+
     /// Notes that SMS `id` is due at `at`.
     pub(crate) fn add(&self, id: i64, at: Timestamp) {
+        if !self.on {
+            return;
+        }
         let mut heap = self.lock();
         if heap.len() < CAPACITY {
             heap.push(Reverse((at.millis(), id)));
@@ -63,6 +79,9 @@ impl DueHints {
     /// Whether the tick at `now` walks the due index: always when the hints gave it nothing,
     /// else once [`SCAN_EVERY_MS`] passed since the last walk. Notes the walk.
     pub(crate) fn walk_now(&self, now: Timestamp, hinted: usize) -> bool {
+        if !self.on {
+            return true;
+        }
         let last = self.scanned_at.load(Ordering::Relaxed);
         if hinted > 0 && now.millis() - last < SCAN_EVERY_MS {
             return false;
@@ -83,8 +102,12 @@ mod tests {
 
     #[test]
     fn due_hints_come_soonest_first_and_the_walk_runs_when_they_run_dry() {
-        let hints = DueHints::default();
+        let off = DueHints::for_database(dialtone_store::Dialect::Sqlite);
         let t = Timestamp::from_millis(1_800_000_000_000);
+        off.add(1, t);
+        assert_eq!(off.take_due(t, 10), Vec::<i64>::new(), "no hints on SQLite");
+        assert!(off.walk_now(t, 0) && off.walk_now(t, 5), "every tick walks");
+        let hints = DueHints::for_database(dialtone_store::Dialect::Postgres);
         hints.add(3, t.plus_ms(10));
         hints.add(1, t);
         hints.add(2, t.plus_ms(5));
