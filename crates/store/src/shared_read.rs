@@ -59,11 +59,20 @@ impl SharedRead {
         R: Fn() -> F,
         F: Future<Output = Result<i64, DbError>>,
     {
+        // Should this task end early (a panic, the runtime shutting down), the next caller
+        // starts a read again, and those waiting get `DbError::Closed` instead of waiting
+        // for ever.
+        let mut ended = Ended {
+            shared: self,
+            early: true,
+        };
         loop {
             let callers = {
                 let mut round = self.lock();
                 if round.waiting.is_empty() {
                     round.reading = false;
+                    // A caller may start the next task as soon as the lock is released.
+                    ended.early = false;
                     return;
                 }
                 std::mem::take(&mut round.waiting)
@@ -78,6 +87,25 @@ impl SharedRead {
     fn lock(&self) -> MutexGuard<'_, Round> {
         // A panic while holding the lock leaves a consistent round (a push or a take).
         self.round.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Marks the reading task ended when it is dropped before it ended by itself.
+struct Ended<'a> {
+    shared: &'a SharedRead,
+    /// The task has not ended by itself (it panicked or was dropped).
+    early: bool,
+}
+
+impl Drop for Ended<'_> {
+    fn drop(&mut self) {
+        if !self.early {
+            return;
+        }
+        let mut round = self.shared.lock();
+        round.reading = false;
+        // Dropping their senders answers them with `DbError::Closed`.
+        round.waiting.clear();
     }
 }
 
@@ -138,5 +166,22 @@ mod tests {
         // Nothing under way now: the next caller starts a read of its own.
         release.send(3).unwrap();
         assert_eq!(shared.get(read).await.unwrap(), 3);
+    }
+
+    /// A read that panics fails its callers and leaves the way free for the next read.
+    #[tokio::test]
+    async fn a_read_that_panics_does_not_block_the_next() {
+        let shared = Arc::new(SharedRead::default());
+        let failed = shared
+            .get(|| async { panic!("the read failed") as Result<i64, DbError> })
+            .await;
+        assert!(matches!(failed, Err(DbError::Closed)), "{failed:?}");
+        let next = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            shared.get(|| async { Ok(7) }),
+        )
+        .await
+        .expect("the next read starts");
+        assert_eq!(next.unwrap(), 7);
     }
 }
