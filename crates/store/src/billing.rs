@@ -42,7 +42,7 @@ struct After {
 /// SQLite, which has no credit slices, the balance is the credit.
 macro_rules! after_columns {
     () => {
-        "credit, warning_level, shutdown_level, below_warning, status, suspended_by, billing_mode, currency"
+        concat!("accounts.credit, ", crate::slices::levels!("accounts"))
     };
 }
 
@@ -51,7 +51,8 @@ macro_rules! after_columns_sliced {
     () => {
         concat!(
             crate::slices::balance_of!("accounts"),
-            ", warning_level, shutdown_level, below_warning, status, suspended_by, billing_mode, currency"
+            ", ",
+            crate::slices::levels!("accounts")
         )
     };
 }

@@ -135,10 +135,9 @@ pub fn lookup(conn: &mut dyn Conn, e164: &str) -> Result<Option<Rate>, DbError> 
         candidates.push("+".into());
     }
     static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-        let placeholders: Vec<String> = (1..=CANDIDATES).map(|i| format!("${i}")).collect();
         format!(
             "SELECT {COLUMNS} FROM rates WHERE prefix IN ({}) ORDER BY length(prefix) DESC LIMIT 1",
-            placeholders.join(", ")
+            crate::sql::placeholders(1, CANDIDATES)
         )
     });
     conn.query_opt(&SQL, &candidates)?

@@ -41,12 +41,11 @@ fn delete_ids(
 ) -> Result<usize, DbError> {
     let mut deleted = 0;
     for chunk in ids.chunks(100) {
-        let placeholders: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
         let params: Vec<Value> = chunk.iter().map(|id| (*id).into()).collect();
         deleted += conn.execute(
             &format!(
                 "DELETE FROM {table} WHERE {column} IN ({})",
-                placeholders.join(", ")
+                crate::sql::placeholders(1, chunk.len())
             ),
             &params,
         )? as usize;

@@ -54,8 +54,8 @@ macro_rules! balance_of {
 }
 pub(crate) use balance_of;
 
-/// The columns of an account's billing state after a debit, after its balance (the order of
-/// `billing::after`).
+/// The columns of the account `$a`'s billing state after a debit, after its balance: the
+/// order `billing::after` reads, for every statement that returns that state.
 macro_rules! levels {
     ($a:literal) => {
         concat!(
@@ -76,6 +76,7 @@ macro_rules! levels {
         )
     };
 }
+pub(crate) use levels;
 
 /// Debits `total` from the account for `holder`; gives the account's billing state after it
 /// (balance first, then the columns of `billing::after`), or `None` when a prepaid balance

@@ -412,10 +412,7 @@ pub fn due_among(conn: &mut dyn Conn, now: Timestamp, ids: &[i64]) -> Result<Vec
     params.push(now.into());
     params.extend(ids.iter().take(size).map(|&id| Value::Int(id)));
     params.resize(size + 1, Value::Int(last));
-    let list = (2..=size + 1)
-        .map(|i| format!("${i}"))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let list = crate::sql::placeholders(2, size);
     conn.query(
         &format!(
             "SELECT {COLUMNS} FROM sms WHERE id IN ({list}) AND next_at IS NOT NULL AND next_at <= $1 ORDER BY next_at{lock}"

@@ -415,12 +415,17 @@ pub fn not_in(column: &str, values: Vec<Value>, params: &mut Vec<Value>) -> Stri
     if values.is_empty() {
         return String::new();
     }
-    let mut list = Vec::with_capacity(values.len());
-    for v in values {
-        params.push(v);
-        list.push(format!("${}", params.len()));
-    }
-    format!(" AND {column} NOT IN ({})", list.join(", "))
+    let (first, count) = (params.len() + 1, values.len());
+    params.extend(values);
+    format!(" AND {column} NOT IN ({})", placeholders(first, count))
+}
+
+/// `$first, $first+1, …`: `count` placeholders, the list of an `IN (…)`.
+pub fn placeholders(first: usize, count: usize) -> String {
+    (first..first + count)
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Rows written many to a statement: the sizes of the statements [`row_chunks`] cuts, so a

@@ -91,22 +91,24 @@ async fn books(store: &Store, id: i64) -> (Money, Money, Option<Money>, i64) {
 
 async fn race_to_the_floor(store: &Store) {
     migrate::run(store).await.unwrap();
-    let id = account(store, BillingMode::Prepaid, Money::from_cents(100_000)).await;
+    // Enough that a slice is taken whatever the batches (a slice needs 1,024 times the
+    // batch's debit on the row, and a batch holds up to 256 debits of 4.00).
+    let id = account(store, BillingMode::Prepaid, Money::from_cents(10_000_000)).await;
     // Far from the floor: every debit passes.
     assert_eq!(race(store, id, 600, Money::from_cents(4)).await, 600);
     let (balance, sum, _, slices) = books(store, id).await;
-    assert_eq!(balance, Money::from_cents(100_000 - 600 * 4));
+    assert_eq!(balance, Money::from_cents(10_000_000 - 600 * 4));
     assert_eq!(sum, balance, "the balance is the sum of the ledger");
     match store.dialect() {
         Dialect::Postgres => assert!(slices > 0, "the holders debited slices of their own"),
         Dialect::Sqlite => assert_eq!(slices, 0, "one writer takes no slice"),
     }
-    // To the floor: 97,600.00 covers 490 debits of 199.00, and 90.00 is left.
-    assert_eq!(race(store, id, 500, Money::from_cents(199)).await, 490);
+    // To the floor: 9,997,600.00 covers 490 debits of 20,400.00, and 1,600.00 is left.
+    assert_eq!(race(store, id, 500, Money::from_cents(20_400)).await, 490);
     let (balance, sum, lowest, _) = books(store, id).await;
     assert_eq!(
         balance,
-        Money::from_cents(90),
+        Money::from_cents(1_600),
         "no credit stranded in a slice"
     );
     assert_eq!(sum, balance, "the balance is the sum of the ledger");

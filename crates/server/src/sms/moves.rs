@@ -112,9 +112,10 @@ impl Moves {
         Ok(())
     }
 
-    /// The SMS written so far with a next due time, and that time.
-    pub(crate) fn scheduled(&self) -> &[(i64, Timestamp)] {
-        &self.scheduled
+    /// The SMS written so far with a next due time, and that time (taken: the list starts
+    /// again).
+    pub(crate) fn take_scheduled(&mut self) -> Vec<(i64, Timestamp)> {
+        std::mem::take(&mut self.scheduled)
     }
 
     /// Writes the queued states and events. Every transaction that applies moves flushes

@@ -80,7 +80,7 @@ pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
                 }
             }
             moves.flush(c)?;
-            Ok::<_, AppError>((submit, moved, moves.scheduled().to_vec()))
+            Ok::<_, AppError>((submit, moved, moves.take_scheduled()))
         })
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
