@@ -156,6 +156,16 @@ pub(crate) const SMS_SETTLED: Finish = Finish {
     done: "sms WHERE next_at IS NULL AND direction = 'outbound'",
 };
 
+/// Whether the database holds any row of `from` (a table and its filter): the poll of a
+/// wait, which stops at the first row still at work instead of counting them all (a count
+/// took 24-31 ms of PostgreSQL at each poll near the end of an SMS run, beside the work
+/// measured).
+pub(crate) async fn any(store: &Store, from: &str) -> anyhow::Result<bool> {
+    let sql = format!("SELECT EXISTS (SELECT 1 FROM {from})");
+    let row = store.read(move |c| c.query_one(&sql, params![])).await?;
+    Ok(row.bool(0)?)
+}
+
 /// How many rows of `from` (a table and its filter) the database holds.
 pub(crate) async fn count(store: &Store, from: &str) -> anyhow::Result<i64> {
     let sql = format!("SELECT COUNT(*) FROM {from}");

@@ -75,8 +75,10 @@ impl Application {
         let sms_hints = Arc::new(crate::sms::due_hints::DueHints::for_database(
             store.dialect(),
         ));
+        let sms_intake = dialtone_store::coalesce::Coalescer::new(store.clone());
         let state = AppState::new(Shared {
             store,
+            sms_intake,
             clock,
             config: Arc::new(config),
             metrics: Arc::new(Metrics::default()),

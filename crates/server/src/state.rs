@@ -63,6 +63,8 @@ pub struct Shared {
     pub sms_wake: Arc<crate::wake::Wake>,
     /// Sizes the SMS worker's transactions by the load on the writer.
     pub sms_pacing: crate::sms::pacing::Pacing,
+    /// Stores the SMS sent at the same time together (see `sms::intake`).
+    pub(crate) sms_intake: dialtone_store::coalesce::Coalescer<crate::sms::intake::Intake>,
     /// The SMS this node knows to be due, claimed by id (see `sms::due_hints`).
     pub(crate) sms_hints: Arc<crate::sms::due_hints::DueHints>,
     /// HTTP client of webhook deliveries.

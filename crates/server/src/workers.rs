@@ -118,7 +118,7 @@ async fn housekeeping(state: &AppState) -> anyhow::Result<usize> {
     let now = state.clock.now();
     let expired = state
         .store
-        .write(move |c| reservations::expire_due(c, now, BATCH))
+        .write_repeatable(move |c| reservations::expire_due(c, now, BATCH))
         .await?;
     let fees = crate::billing::charge_monthly_fees(state).await?;
     let receipts = crate::sms::receipts::sweep(state).await?;
@@ -131,7 +131,7 @@ async fn housekeeping(state: &AppState) -> anyhow::Result<usize> {
     } else {
         state
             .store
-            .write(move |c| dialtone_store::idempotency::purge(c, now, BATCH))
+            .write_repeatable(move |c| dialtone_store::idempotency::purge(c, now, BATCH))
             .await?
     };
     Ok(expired + fees + receipts + pruned + forgotten as usize)
@@ -155,7 +155,7 @@ async fn prune(state: &AppState) -> anyhow::Result<usize> {
     );
     let pruned = state
         .store
-        .write(move |c| dialtone_store::retention::prune(c, events, runs, exports))
+        .write_repeatable(move |c| dialtone_store::retention::prune(c, events, runs, exports))
         .await?;
     if pruned.total() == 0 {
         state
@@ -195,8 +195,10 @@ async fn repeat(state: &AppState, kind: Kind, shutdown: &CancellationToken, idle
         };
         if handled > 0 {
             if kind == Kind::Sms {
-                // Their events wait for the delivery worker, an inbound SMS for the runs worker.
-                state.wake.notify_one();
+                // Their events wait for the delivery worker (an inbound SMS that starts a run
+                // wakes the others: `sms::progress`). Only that worker: waking every kind
+                // at each SMS tick made each of them look for work it did not have.
+                state.delivery_wake.notify_one();
             }
             continue;
         }

@@ -343,13 +343,34 @@ pub fn settle_deferred(conn: &mut dyn Conn) -> Result<bool, DbError> {
     Ok(true)
 }
 
-/// Ledger lines of deferred debits, several to a statement.
+/// Ledger lines of deferred debits: on PostgreSQL one statement for any number (the
+/// columns bound as arrays), on SQLite several to a statement.
 fn record_lines(
     conn: &mut dyn Conn,
     account_id: i64,
     lines: &[(&Entry, Money)],
 ) -> Result<(), DbError> {
-    use crate::sql::{Item, row_chunks, values_list};
+    use crate::sql::{Columns, Item, row_chunks, values_list};
+    if conn.dialect() == Dialect::Postgres {
+        let columns = Columns::new()
+            .int(
+                "amount",
+                lines.iter().map(|(e, _)| Some(e.amount.negate().units())),
+            )
+            .int("balance_after", lines.iter().map(|(_, b)| Some(b.units())))
+            .text("kind", lines.iter().map(|(e, _)| Some(e.kind.clone())))
+            .text("cause", lines.iter().map(|(e, _)| Some(e.cause.clone())))
+            .int("created", lines.iter().map(|(e, _)| Some(e.now.millis())));
+        let sql = format!(
+            "INSERT INTO ledger (account_id, amount, balance_after, kind, cause, created) \
+             SELECT $1, amount, balance_after, kind, cause, created FROM {} ORDER BY ord",
+            columns.unnest_ordered("l", 2)
+        );
+        let mut params = vec![account_id.into()];
+        params.extend(columns.into_params());
+        conn.execute(&sql, &params)?;
+        return Ok(());
+    }
     for chunk in row_chunks(lines) {
         let sql = format!(
             "INSERT INTO ledger (account_id, amount, balance_after, kind, cause, created) VALUES {}",

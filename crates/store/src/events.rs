@@ -149,28 +149,8 @@ impl Outbox {
     /// Writes the queued events and their deliveries (one per enabled subscription of its
     /// account to its type, and one to its extra endpoint).
     pub fn flush(&mut self, conn: &mut dyn Conn) -> Result<(), DbError> {
-        use crate::sql::{Item, row_chunks, values_list};
         let queued = std::mem::take(&mut self.queued);
-        let mut ids: HashMap<String, i64> = HashMap::with_capacity(queued.len());
-        for chunk in row_chunks(&queued) {
-            let sql = format!(
-                "INSERT INTO events (event_id, account_id, type, data, created) VALUES {} RETURNING event_id, id",
-                values_list(chunk.len(), &[Item::Param; 5])
-            );
-            let mut params = Vec::with_capacity(chunk.len() * 5);
-            for e in chunk {
-                params.extend([
-                    e.event_id.as_str().into(),
-                    e.account_id.into(),
-                    e.event_type.into(),
-                    e.data.as_str().into(),
-                    e.created.into(),
-                ]);
-            }
-            for row in conn.query(&sql, &params)? {
-                ids.insert(row.text(0)?, row.int(1)?);
-            }
-        }
+        let ids = insert_events(conn, &queued)?;
         for e in &queued {
             if let std::collections::hash_map::Entry::Vacant(slot) =
                 self.hooks.entry((e.account_id, e.event_type))
@@ -178,8 +158,6 @@ impl Outbox {
                 slot.insert(subscriptions(conn, e.account_id, e.event_type)?);
             }
         }
-        // (account, event, webhook, endpoint, order key, created) of every delivery to make.
-        type NewDelivery<'a> = (i64, i64, Option<i64>, &'a str, Option<String>, Timestamp);
         let mut deliveries: Vec<NewDelivery<'_>> = Vec::new();
         for e in &queued {
             let id = *ids
@@ -196,40 +174,116 @@ impl Outbox {
                 deliveries.push((e.account_id, id, None, endpoint, order, e.created));
             }
         }
-        let items = [
-            Item::Param,
-            Item::Param,
-            Item::Param,
-            Item::Param,
-            Item::Const("0"),
-            Item::Const("'pending'"),
-            Item::Param,
-            Item::Param,
-            Item::Param,
-            Item::Param,
-        ];
-        for chunk in row_chunks(&deliveries) {
-            let sql = format!(
-                "INSERT INTO deliveries (account_id, event_id, webhook_id, endpoint, next_try, status, next_at, created, updated, order_key) VALUES {}",
-                values_list(chunk.len(), &items)
-            );
-            let mut params = Vec::with_capacity(chunk.len() * 8);
-            for (account, event, hook, endpoint, order, at) in chunk {
-                params.extend([
-                    (*account).into(),
-                    (*event).into(),
-                    (*hook).into(),
-                    (*endpoint).into(),
-                    (*at).into(),
-                    (*at).into(),
-                    (*at).into(),
-                    order.clone().map_or(crate::sql::Value::Null, Into::into),
-                ]);
-            }
-            conn.execute(&sql, &params)?;
-        }
-        Ok(())
+        insert_deliveries(conn, &deliveries)
     }
+}
+
+/// (account, event, webhook, endpoint, order key, created) of a delivery to make.
+type NewDelivery<'a> = (i64, i64, Option<i64>, &'a str, Option<String>, Timestamp);
+
+/// Inserts queued events, in their order; gives their ids by event id. PostgreSQL: one
+/// statement (the columns bound as arrays); SQLite: several rows to a statement.
+fn insert_events(conn: &mut dyn Conn, queued: &[Queued]) -> Result<HashMap<String, i64>, DbError> {
+    use crate::sql::{Columns, Item, row_chunks, values_list};
+    let mut ids: HashMap<String, i64> = HashMap::with_capacity(queued.len());
+    if queued.is_empty() {
+        return Ok(ids);
+    }
+    if conn.dialect() == Dialect::Postgres {
+        let columns = Columns::new()
+            .text("event_id", queued.iter().map(|e| Some(e.event_id.clone())))
+            .int("account_id", queued.iter().map(|e| Some(e.account_id)))
+            .text("type", queued.iter().map(|e| Some(e.event_type.to_owned())))
+            .text("data", queued.iter().map(|e| Some(e.data.clone())))
+            .int("created", queued.iter().map(|e| Some(e.created.millis())));
+        let sql = format!(
+            "INSERT INTO events (event_id, account_id, type, data, created) \
+             SELECT event_id, account_id, type, data, created FROM {} ORDER BY ord RETURNING event_id, id",
+            columns.unnest_ordered("e", 1)
+        );
+        for row in conn.query(&sql, &columns.into_params())? {
+            ids.insert(row.text(0)?, row.int(1)?);
+        }
+        return Ok(ids);
+    }
+    for chunk in row_chunks(queued) {
+        let sql = format!(
+            "INSERT INTO events (event_id, account_id, type, data, created) VALUES {} RETURNING event_id, id",
+            values_list(chunk.len(), &[Item::Param; 5])
+        );
+        let mut params = Vec::with_capacity(chunk.len() * 5);
+        for e in chunk {
+            params.extend([
+                e.event_id.as_str().into(),
+                e.account_id.into(),
+                e.event_type.into(),
+                e.data.as_str().into(),
+                e.created.into(),
+            ]);
+        }
+        for row in conn.query(&sql, &params)? {
+            ids.insert(row.text(0)?, row.int(1)?);
+        }
+    }
+    Ok(ids)
+}
+
+/// Inserts new deliveries, `pending` and due at once, in their order: PostgreSQL in one
+/// statement, SQLite several to a statement.
+fn insert_deliveries(conn: &mut dyn Conn, deliveries: &[NewDelivery<'_>]) -> Result<(), DbError> {
+    use crate::sql::{Columns, Item, row_chunks, values_list};
+    if deliveries.is_empty() {
+        return Ok(());
+    }
+    if conn.dialect() == Dialect::Postgres {
+        let columns = Columns::new()
+            .int("account_id", deliveries.iter().map(|d| Some(d.0)))
+            .int("event_id", deliveries.iter().map(|d| Some(d.1)))
+            .int("webhook_id", deliveries.iter().map(|d| d.2))
+            .text("endpoint", deliveries.iter().map(|d| Some(d.3.to_owned())))
+            .text("order_key", deliveries.iter().map(|d| d.4.clone()))
+            .int("at", deliveries.iter().map(|d| Some(d.5.millis())));
+        let sql = format!(
+            "INSERT INTO deliveries (account_id, event_id, webhook_id, endpoint, next_try, status, next_at, created, updated, order_key) \
+             SELECT account_id, event_id, webhook_id, endpoint, 0, 'pending', at, at, at, order_key FROM {} ORDER BY ord",
+            columns.unnest_ordered("d", 1)
+        );
+        conn.execute(&sql, &columns.into_params())?;
+        return Ok(());
+    }
+    let items = [
+        Item::Param,
+        Item::Param,
+        Item::Param,
+        Item::Param,
+        Item::Const("0"),
+        Item::Const("'pending'"),
+        Item::Param,
+        Item::Param,
+        Item::Param,
+        Item::Param,
+    ];
+    for chunk in row_chunks(deliveries) {
+        let sql = format!(
+            "INSERT INTO deliveries (account_id, event_id, webhook_id, endpoint, next_try, status, next_at, created, updated, order_key) VALUES {}",
+            values_list(chunk.len(), &items)
+        );
+        let mut params = Vec::with_capacity(chunk.len() * 8);
+        for (account, event, hook, endpoint, order, at) in chunk {
+            params.extend([
+                (*account).into(),
+                (*event).into(),
+                (*hook).into(),
+                (*endpoint).into(),
+                (*at).into(),
+                (*at).into(),
+                (*at).into(),
+                order.clone().map_or(crate::sql::Value::Null, Into::into),
+            ]);
+        }
+        conn.execute(&sql, &params)?;
+    }
+    Ok(())
 }
 
 fn insert_delivery(

@@ -10,6 +10,7 @@ pub mod accounts;
 pub mod audio_files;
 pub mod billing;
 pub mod calls;
+pub mod coalesce;
 pub mod console_sessions;
 pub mod debits;
 pub mod deliveries;
@@ -244,6 +245,19 @@ impl Store {
         let mut f = f;
         let f = move |conn: &mut dyn Conn| within_keyed_request(conn, keyed.as_ref(), &mut f);
         self.submit(|tx| Box::new(ClosureJob::new(Repeatable(f), tx)))
+            .await
+    }
+
+    /// The write of a group of requests (see the `coalesce` module): repeatable, and its
+    /// debits are deferred to the end of its batch on PostgreSQL even when it is alone there,
+    /// since it debits for many requests.
+    pub(crate) async fn write_grouped<T, E, F>(&self, f: F) -> Result<T, E>
+    where
+        F: FnMut(&mut dyn Conn) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: From<DbError> + Send + 'static,
+    {
+        self.submit(|tx| Box::new(ClosureJob::new(Repeatable(f), tx).for_group()))
             .await
     }
 

@@ -27,6 +27,13 @@ pub(crate) trait Job: Send {
     /// Whether [`Job::run`] may be called more than once.
     fn repeatable(&self) -> bool;
 
+    /// Whether the job writes for a group of requests (see the `coalesce` module): its
+    /// debits are then deferred to the end of the batch even when it is the batch's only
+    /// write.
+    fn grouped(&self) -> bool {
+        false
+    }
+
     /// Answers the caller with the outcome of the commit (after its last run).
     fn finish(self: Box<Self>, commit: Result<(), DbError>);
 }
@@ -46,6 +53,8 @@ pub(crate) struct ClosureJob<T, E, F> {
     f: F,
     result: Option<Result<T, E>>,
     answer: Option<tokio::sync::oneshot::Sender<Result<T, E>>>,
+    /// See [`Job::grouped`].
+    grouped: bool,
 }
 
 impl<T, E, F> ClosureJob<T, E, F> {
@@ -54,7 +63,14 @@ impl<T, E, F> ClosureJob<T, E, F> {
             f,
             result: None,
             answer: Some(answer),
+            grouped: false,
         }
+    }
+
+    /// Marks the job as the write of a group of requests (see [`Job::grouped`]).
+    pub(crate) fn for_group(mut self) -> Self {
+        self.grouped = true;
+        self
     }
 
     fn keep(&mut self, result: Result<T, E>) -> bool {
@@ -122,6 +138,10 @@ where
 
     fn repeatable(&self) -> bool {
         true
+    }
+
+    fn grouped(&self) -> bool {
+        self.grouped
     }
 
     fn finish(mut self: Box<Self>, commit: Result<(), DbError>) {
@@ -219,7 +239,9 @@ fn run_batch_once(conn: &mut dyn Conn, begin: &str, batch: Vec<WriteJob>) -> Vec
     let mut contended = vec![false; repeatable.len()];
     // Debits wait for the end of a batch of repeatable writes (see the `debits` module): a
     // once write could not run again if the settling found the credit spent meanwhile.
-    let deferred = conn.defer_debits(once.is_empty() && repeatable.len() > 1);
+    let deferred = conn.defer_debits(
+        once.is_empty() && (repeatable.len() > 1 || repeatable.iter().any(|j| j.grouped())),
+    );
     if once.is_empty() && repeatable.len() == 1 {
         let (kept, conflict) = run_marked(conn, repeatable[0].as_mut(), false);
         any_kept = kept;

@@ -42,6 +42,11 @@ impl ToSql for Value {
                 _ => t.as_str().to_sql(ty, out),
             },
             Value::Blob(b) => b.as_slice().to_sql(ty, out),
+            Value::Array(a) => match a {
+                crate::sql::Array::Int(v) => v.to_sql(ty, out),
+                crate::sql::Array::Text(v) => v.to_sql(ty, out),
+                crate::sql::Array::Bool(v) => v.to_sql(ty, out),
+            },
         }
     }
 

@@ -32,6 +32,108 @@ pub enum Value {
     Bool(bool),
     /// Bytes (BYTEA / BLOB).
     Blob(Vec<u8>),
+    /// A column of many rows, bound as one array (PostgreSQL only: a statement that writes
+    /// many rows at once with `UNNEST`; see [`Columns`]).
+    Array(Array),
+}
+
+/// The values of one column over many rows (see [`Value::Array`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Array {
+    /// `bigint[]`.
+    Int(Vec<Option<i64>>),
+    /// `text[]`.
+    Text(Vec<Option<String>>),
+    /// `boolean[]`.
+    Bool(Vec<bool>),
+}
+
+impl Array {
+    /// The PostgreSQL type of the array, for its cast in [`Columns::unnest`].
+    pub fn sql_type(&self) -> &'static str {
+        match self {
+            Array::Int(_) => "bigint[]",
+            Array::Text(_) => "text[]",
+            Array::Bool(_) => "boolean[]",
+        }
+    }
+}
+
+/// Rows bound column by column, each column one array: what a PostgreSQL statement reads as a
+/// table with `UNNEST` ([`Columns::unnest`]), so one statement text (prepared once) writes
+/// any number of rows in one round trip.
+#[derive(Debug, Default)]
+pub struct Columns {
+    names: Vec<&'static str>,
+    arrays: Vec<Array>,
+}
+
+impl Columns {
+    /// No columns yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A `bigint` column.
+    pub fn int(mut self, name: &'static str, values: impl Iterator<Item = Option<i64>>) -> Self {
+        self.names.push(name);
+        self.arrays.push(Array::Int(values.collect()));
+        self
+    }
+
+    /// A `text` column.
+    pub fn text(
+        mut self,
+        name: &'static str,
+        values: impl Iterator<Item = Option<String>>,
+    ) -> Self {
+        self.names.push(name);
+        self.arrays.push(Array::Text(values.collect()));
+        self
+    }
+
+    /// A `boolean` column.
+    pub fn bool(mut self, name: &'static str, values: impl Iterator<Item = bool>) -> Self {
+        self.names.push(name);
+        self.arrays.push(Array::Bool(values.collect()));
+        self
+    }
+
+    /// `UNNEST($first::bigint[], ...) AS alias(a, ...)`: the rows as a table, the arrays
+    /// numbered from `$first`.
+    pub fn unnest(&self, alias: &str, first: usize) -> String {
+        self.table(alias, first, false)
+    }
+
+    /// Like [`Columns::unnest`], with a last column `ord` numbering the rows from 1: a
+    /// statement that inserts them `ORDER BY ord` gives them identities in their order.
+    pub fn unnest_ordered(&self, alias: &str, first: usize) -> String {
+        self.table(alias, first, true)
+    }
+
+    fn table(&self, alias: &str, first: usize, ordinality: bool) -> String {
+        let arrays: Vec<String> = self
+            .arrays
+            .iter()
+            .enumerate()
+            .map(|(i, a)| format!("${}::{}", first + i, a.sql_type()))
+            .collect();
+        let (with, ord) = if ordinality {
+            (" WITH ORDINALITY", ", ord")
+        } else {
+            ("", "")
+        };
+        format!(
+            "UNNEST({}){with} AS {alias}({}{ord})",
+            arrays.join(", "),
+            self.names.join(", ")
+        )
+    }
+
+    /// The arrays as parameters, in order.
+    pub fn into_params(self) -> Vec<Value> {
+        self.arrays.into_iter().map(Value::Array).collect()
+    }
 }
 
 impl From<i64> for Value {
@@ -506,6 +608,23 @@ mod tests {
             assert_eq!(flat, rows);
             assert!(chunks.iter().all(|c| CHUNK_SIZES.contains(&c.len())));
         }
+    }
+
+    #[test]
+    fn unnested_columns_number_their_arrays_from_the_first_placeholder() {
+        let columns = Columns::new()
+            .int("a", [Some(1), None].into_iter())
+            .text("b", [Some("x".to_owned()), None].into_iter())
+            .bool("c", [true, false].into_iter());
+        assert_eq!(
+            columns.unnest("t", 2),
+            "UNNEST($2::bigint[], $3::text[], $4::boolean[]) AS t(a, b, c)"
+        );
+        assert_eq!(
+            columns.unnest_ordered("t", 1),
+            "UNNEST($1::bigint[], $2::text[], $3::boolean[]) WITH ORDINALITY AS t(a, b, c, ord)"
+        );
+        assert_eq!(columns.into_params().len(), 3);
     }
 
     #[test]

@@ -79,6 +79,11 @@ impl ToSql for Value {
             Value::Bool(b) => ToSqlOutput::Borrowed(ValueRef::Integer(i64::from(*b))),
             Value::Text(t) => ToSqlOutput::Borrowed(ValueRef::Text(t.as_bytes())),
             Value::Blob(b) => ToSqlOutput::Borrowed(ValueRef::Blob(b)),
+            Value::Array(_) => {
+                return Err(rusqlite::Error::ToSqlConversionFailure(
+                    "arrays are bound on PostgreSQL only".into(),
+                ));
+            }
         })
     }
 }

@@ -43,7 +43,7 @@ pub(crate) async fn charge_monthly_fees(state: &AppState) -> anyhow::Result<usiz
     let now = state.clock.now();
     let handled = state
         .store
-        .write(move |c| {
+        .write_repeatable(move |c| {
             let due = billing::due_fees(c, now, BATCH)?;
             for fee in &due {
                 accounts::lock(c, fee.account_id)?;

@@ -7,6 +7,7 @@ pub(crate) mod carrier_events;
 pub(crate) mod due_hints;
 pub(crate) mod events;
 pub(crate) mod inbound;
+pub(crate) mod intake;
 pub(crate) mod legacy;
 pub(crate) mod moves;
 pub(crate) mod outgoing;

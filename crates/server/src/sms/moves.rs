@@ -35,6 +35,13 @@ pub(crate) struct Moves {
     /// The SMS written with a next due time, and that time: the worker's hints once the
     /// transaction commits (see `due_hints`).
     scheduled: Vec<(i64, Timestamp)>,
+    /// The owners of the numbers SMS of this transaction go to, read together before the
+    /// moves ([`Moves::read_owners`]): a delivery to a number of this platform reaches its
+    /// owner. A recipient not here is read when its SMS is delivered.
+    owners: HashMap<String, Option<i64>>,
+    /// Whether a delivery reached an owner here as an inbound SMS (which may start a run:
+    /// the other workers are woken once the transaction commits).
+    pub(crate) received: bool,
 }
 
 impl Moves {
@@ -133,6 +140,36 @@ impl Moves {
         Ok(())
     }
 
+    /// Reads the owners of `recipients` in one statement, for the deliveries to come.
+    pub(crate) fn read_owners(
+        &mut self,
+        c: &mut dyn Conn,
+        recipients: Vec<String>,
+    ) -> Result<(), AppError> {
+        let mut unknown: Vec<String> = recipients
+            .into_iter()
+            .filter(|r| !self.owners.contains_key(r))
+            .collect();
+        unknown.sort_unstable();
+        unknown.dedup();
+        let found = owned::owners_of(c, &unknown)?;
+        for r in unknown {
+            let owner = found.get(&r).copied().flatten();
+            self.owners.insert(r, owner);
+        }
+        Ok(())
+    }
+
+    /// The account owning the number `e164`, if this platform's inventory has it owned.
+    fn owner(&mut self, c: &mut dyn Conn, e164: &str) -> Result<Option<i64>, AppError> {
+        if let Some(owner) = self.owners.get(e164) {
+            return Ok(*owner);
+        }
+        let owner = owned::by_e164(c, e164)?.and_then(|n| n.account_id);
+        self.owners.insert(e164.to_owned(), owner);
+        Ok(owner)
+    }
+
     fn mode(&mut self, c: &mut dyn Conn, account_id: i64) -> Result<String, AppError> {
         if let Some(m) = self.modes.get(&account_id) {
             return Ok(m.clone());
@@ -201,13 +238,13 @@ pub(crate) fn apply(
     queue_event(&mut moves.outbox, &moved, &mode, at);
     if next == SmsStatus::Delivered
         && simulated.is_some()
-        && let Some(number) = owned::by_e164(c, &sms.to)?
-        && let Some(owner_id) = number.account_id
+        && let Some(owner_id) = moves.owner(c, &sms.to)?
         && let Some(owner) = accounts::by_id(c, owner_id)?
     {
         // Written first, so the delivery's event comes before the `sms.mo` it causes.
         moves.flush(c)?;
         receive(c, state, &owner, &sms.from, &sms.to, &sms.body, at)?;
+        moves.received = true;
     }
     Ok(moved)
 }

@@ -1,16 +1,15 @@
-//! Outbound SMS: validated, priced, billed and stored in one transaction, then handed to
-//! the SMS worker.
+//! Outbound SMS: validated and priced here, billed and stored in one transaction with the
+//! other SMS sent at the same time ([`super::intake`]), then handed to the SMS worker.
 
+use std::sync::Arc;
+
+use dialtone_domain::E164;
 use dialtone_domain::account::AccountStatus;
-use dialtone_domain::sms::{
-    ALWAYS_ALLOWED_SENDER, Direction, Encoding, Sender, SmsStatus, TrafficType, layout,
-};
-use dialtone_domain::{E164, Money};
+use dialtone_domain::sms::{Encoding, Sender, TrafficType, layout};
 use dialtone_store::accounts::Account;
-use dialtone_store::numbers::owned;
-use dialtone_store::sms::{self as store, NewSms, Sms};
-use dialtone_store::{Conn, billing, rates};
+use dialtone_store::sms::Sms;
 
+use super::intake::Intake;
 use super::text::text_error;
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::state::AppState;
@@ -52,12 +51,11 @@ pub(crate) async fn send(state: &AppState, account: &Account, out: Outgoing) -> 
         body = body.replace("%STOPNUM%", &state.config.stop_number);
     }
     let text = layout(&body, out.encoding).map_err(|e| text_error(&e))?;
-    let (account_id, parent_id) = (account.id, account.parent_id);
-    let shared_sender = state.config.shared_sender.clone();
     let carrier = state
         .networks
         .network_for(out.to.as_str())
         .ok_or_else(|| AppError::invalid("to", "no route to this destination"))?;
+    let shared_sender: Arc<str> = state.config.shared_sender.as_str().into();
     // Priced from the rate table in memory; the write checks that the table is still the
     // database's, else the table is loaded again and the write made again (an import
     // between the two), so the price is the one in force when the SMS is stored.
@@ -75,54 +73,21 @@ pub(crate) async fn send(state: &AppState, account: &Account, out: Outgoing) -> 
             .longest_match(out.to.as_str())
             .cloned()
             .ok_or_else(|| AppError::invalid("to", "no route to this destination"))?;
-        let (out, body, text) = (out.clone(), body.clone(), text.clone());
-        let (shared_sender, carrier) = (shared_sender.clone(), carrier.clone());
         let now = state.clock.now();
-        let stored = state
-            .store
-            .write_repeatable(move |c| {
-                if rates::version(c)? != rates.version() {
-                    return Ok(None);
-                }
-                let from =
-                    resolve_sender(c, account_id, parent_id, &out.from, &out.to, &shared_sender)?;
-                let parts = text.parts.len() as i64;
-                let price = rate
-                    .sms_price
-                    .checked_mul(parts)
-                    .ok_or_else(|| AppError::internal("price overflow"))?;
-                let new = NewSms {
-                    account_id,
-                    direction: Direction::Outbound.as_str(),
-                    from,
-                    to: out.to.as_str().to_owned(),
-                    body: body.clone(),
-                    encoding: text.encoding.as_str(),
-                    parts,
-                    traffic_type: Some(out.traffic_type.as_str()),
-                    status: SmsStatus::Created.as_str(),
-                    user_data: out.user_data.clone(),
-                    flash: out.flash,
-                    webhook_url: out.webhook_url.clone(),
-                    billing_debit: price,
-                    carrier: carrier.clone(),
-                    next_at: Some(now),
-                    delivered_at: None,
-                };
-                let sms = store::insert(c, &new, now)?;
-                if price > Money::ZERO
-                    && let billing::Spend::Insufficient { balance } =
-                        billing::debit(c, account_id, price, "sms", sms.sid.as_str(), now)?
-                {
-                    return Err(AppError::new(
-                        ErrorCode::InsufficientCredit,
-                        format!("this SMS costs {price} cents; the credit is {balance} cents"),
-                    ));
-                }
-                Ok(Some(sms))
-            })
-            .await?;
-        if let Some(sms) = stored {
+        let item = Intake {
+            account_id: account.id,
+            parent_id: account.parent_id,
+            out: out.clone(),
+            body: body.clone(),
+            encoding: text.encoding.as_str(),
+            parts: text.parts.len() as i64,
+            rate,
+            rates_version: rates.version(),
+            shared_sender: shared_sender.clone(),
+            carrier: carrier.clone(),
+            now,
+        };
+        if let Some(sms) = state.sms_intake.run(item).await? {
             state.sms_hints.add(sms.id, sms.next_at.unwrap_or(now));
             state.sms_wake.notify_one();
             return Ok(sms);
@@ -131,43 +96,4 @@ pub(crate) async fn send(state: &AppState, account: &Account, out: Outgoing) -> 
     Err(AppError::internal(
         "the rate table kept changing while the SMS was priced",
     ))
-}
-
-fn resolve_sender(
-    c: &mut dyn Conn,
-    account_id: i64,
-    parent_id: Option<i64>,
-    from: &Sender,
-    to: &E164,
-    shared: &str,
-) -> AppResult<String> {
-    match from {
-        Sender::Auto => {
-            let country = to.country().unwrap_or_default();
-            Ok(store::number_in_country(c, account_id, &country)?
-                .unwrap_or_else(|| shared.to_owned()))
-        }
-        Sender::Number(n) => {
-            if owned::get(c, account_id, n.as_str())?.is_some() {
-                Ok(n.as_str().to_owned())
-            } else {
-                Err(AppError::new(
-                    ErrorCode::SenderNotApproved,
-                    format!("{n} is not one of the account's numbers"),
-                ))
-            }
-        }
-        Sender::Alphanumeric(name) => {
-            if name == ALWAYS_ALLOWED_SENDER
-                || store::sender_approved(c, account_id, parent_id, name)?
-            {
-                Ok(name.clone())
-            } else {
-                Err(AppError::new(
-                    ErrorCode::SenderNotApproved,
-                    format!("the sender {name:?} needs the operator's approval"),
-                ))
-            }
-        }
-    }
 }

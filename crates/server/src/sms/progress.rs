@@ -29,7 +29,7 @@ pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
         .take_due(now, usize::try_from(batch).unwrap_or(0));
     let walk = state.sms_hints.walk_now(now, hinted.len());
     let st = state.clone();
-    let (to_submit, moved, scheduled) = state
+    let (to_submit, moved, scheduled, received) = state
         .store
         .write_repeatable(move |c| {
             let mut moves = Moves::default();
@@ -46,6 +46,13 @@ pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
                         .filter(|s| !claimed.contains(&s.id)),
                 );
             }
+            // Who owns the numbers the simulated network delivers to: read at once.
+            let recipients = due
+                .iter()
+                .filter(|s| simulated_carrier(&st, s).is_some())
+                .map(|s| s.to.clone())
+                .collect();
+            moves.read_owners(c, recipients)?;
             for sms in due {
                 moved += 1;
                 let current = SmsStatus::parse(&sms.status).unwrap_or(SmsStatus::Created);
@@ -80,12 +87,16 @@ pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
                 }
             }
             moves.flush(c)?;
-            Ok::<_, AppError>((submit, moved, moves.take_scheduled()))
+            Ok::<_, AppError>((submit, moved, moves.take_scheduled(), moves.received))
         })
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     for (id, at) in scheduled {
         state.sms_hints.add(id, at);
+    }
+    if received {
+        // An inbound SMS may start a run, and the other workers look for it.
+        state.wake.notify_one();
     }
     for submission in to_submit {
         super::submission::spawn(state, submission);

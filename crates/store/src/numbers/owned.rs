@@ -71,6 +71,40 @@ pub fn by_e164(conn: &mut dyn Conn, e164: &str) -> Result<Option<Number>, DbErro
     .transpose()
 }
 
+/// The owners of the numbers among `e164s` that the inventory holds (an unowned number maps
+/// to `None`; a number not in the inventory is absent): one statement for them all.
+pub fn owners_of(
+    conn: &mut dyn Conn,
+    e164s: &[String],
+) -> Result<std::collections::HashMap<String, Option<i64>>, DbError> {
+    let mut out = std::collections::HashMap::with_capacity(e164s.len());
+    if e164s.is_empty() {
+        return Ok(out);
+    }
+    let rows = match conn.dialect() {
+        crate::Dialect::Postgres => conn.query(
+            "SELECT e164, account_id FROM numbers WHERE e164 = ANY($1::text[])",
+            &[crate::Value::Array(crate::sql::Array::Text(
+                e164s.iter().cloned().map(Some).collect(),
+            ))],
+        )?,
+        crate::Dialect::Sqlite => {
+            let params: Vec<crate::Value> = e164s.iter().map(Into::into).collect();
+            conn.query(
+                &format!(
+                    "SELECT e164, account_id FROM numbers WHERE e164 IN ({})",
+                    crate::sql::placeholders(1, params.len())
+                ),
+                &params,
+            )?
+        }
+    };
+    for r in rows {
+        out.insert(r.text(0)?, r.opt_int(1)?);
+    }
+    Ok(out)
+}
+
 /// Why an attachment could not be made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Attach {

@@ -1,0 +1,175 @@
+//! Outbound SMS stored in groups: the requests to send that wait for the database together
+//! are priced, debited and stored by one write ([`Coalesced`]), with the rate table's
+//! version read once, each sender resolved once per account, the debits settled together
+//! and the SMS inserted by one statement, instead of a few statements (round trips on
+//! PostgreSQL) per SMS.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use dialtone_domain::sms::{ALWAYS_ALLOWED_SENDER, Direction, Sender, SmsStatus};
+use dialtone_domain::{E164, Money, Sid, Timestamp};
+use dialtone_store::coalesce::{Coalesced, GroupResults};
+use dialtone_store::numbers::owned;
+use dialtone_store::rates::Rate;
+use dialtone_store::sms::{self as store, NewSms, Sms};
+use dialtone_store::{Conn, DbError, billing, rates};
+
+use super::outgoing::Outgoing;
+use crate::error::{AppError, ErrorCode};
+
+/// One SMS to store, priced from the rate table of `rates_version`.
+#[derive(Debug)]
+pub(crate) struct Intake {
+    pub account_id: i64,
+    pub parent_id: Option<i64>,
+    pub out: Outgoing,
+    /// The text as sent (after `%STOPNUM%`).
+    pub body: String,
+    pub encoding: &'static str,
+    pub parts: i64,
+    pub rate: Rate,
+    /// The rate table `rate` comes from: when the database's is another, the SMS is not
+    /// stored (`Ok(None)`) and the caller prices it again.
+    pub rates_version: i64,
+    /// The sender of SMS sent without one when the account has no number in the country.
+    pub shared_sender: Arc<str>,
+    pub carrier: String,
+    pub now: Timestamp,
+}
+
+/// The sender asked for, as the key of its resolution within a group.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum SenderKey {
+    /// No sender: the account's first number in this country.
+    Auto(String),
+    Number(String),
+    Alphanumeric(String),
+}
+
+impl Coalesced for Intake {
+    type Output = Option<Sms>;
+    type Error = AppError;
+
+    fn run_all(c: &mut dyn Conn, items: &[Self]) -> GroupResults<Self> {
+        let version = rates::version(c)?;
+        let mut senders: HashMap<(i64, SenderKey), Result<String, AppError>> = HashMap::new();
+        let mut results: Vec<Option<Result<Option<Sms>, AppError>>> =
+            Vec::with_capacity(items.len());
+        let mut rows = Vec::new();
+        let mut row_of = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            if item.rates_version != version {
+                results.push(Some(Ok(None)));
+                continue;
+            }
+            let key = (item.account_id, sender_key(&item.out.from, &item.out.to));
+            let from = match senders.get(&key) {
+                Some(resolved) => resolved.clone(),
+                None => {
+                    let resolved = resolve_sender(c, item, &key.1)?;
+                    senders.insert(key, resolved.clone());
+                    resolved
+                }
+            };
+            let from = match from {
+                Ok(from) => from,
+                Err(refused) => {
+                    results.push(Some(Err(refused)));
+                    continue;
+                }
+            };
+            let price = item
+                .rate
+                .sms_price
+                .checked_mul(item.parts)
+                .ok_or_else(|| AppError::internal("price overflow"))?;
+            let sid = Sid::generate();
+            if price > Money::ZERO
+                && let billing::Spend::Insufficient { balance } =
+                    billing::debit(c, item.account_id, price, "sms", sid.as_str(), item.now)?
+            {
+                results.push(Some(Err(AppError::new(
+                    ErrorCode::InsufficientCredit,
+                    format!("this SMS costs {price} cents; the credit is {balance} cents"),
+                ))));
+                continue;
+            }
+            rows.push((sid, new_sms(item, from, price), item.now));
+            row_of.push(i);
+            results.push(None);
+        }
+        let stored = store::insert_many(c, &rows)?;
+        for (i, sms) in row_of.into_iter().zip(stored) {
+            results[i] = Some(Ok(Some(sms)));
+        }
+        Ok(results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(AppError::internal("an SMS of the group was lost"))))
+            .collect())
+    }
+}
+
+fn new_sms(item: &Intake, from: String, price: Money) -> NewSms {
+    NewSms {
+        account_id: item.account_id,
+        direction: Direction::Outbound.as_str(),
+        from,
+        to: item.out.to.as_str().to_owned(),
+        body: item.body.clone(),
+        encoding: item.encoding,
+        parts: item.parts,
+        traffic_type: Some(item.out.traffic_type.as_str()),
+        status: SmsStatus::Created.as_str(),
+        user_data: item.out.user_data.clone(),
+        flash: item.out.flash,
+        webhook_url: item.out.webhook_url.clone(),
+        billing_debit: price,
+        carrier: item.carrier.clone(),
+        next_at: Some(item.now),
+        delivered_at: None,
+    }
+}
+
+fn sender_key(from: &Sender, to: &E164) -> SenderKey {
+    match from {
+        Sender::Auto => SenderKey::Auto(to.country().unwrap_or_default()),
+        Sender::Number(n) => SenderKey::Number(n.as_str().to_owned()),
+        Sender::Alphanumeric(name) => SenderKey::Alphanumeric(name.clone()),
+    }
+}
+
+/// The sender an SMS leaves with, or why the account may not use the one asked for (the
+/// outer error is the database's).
+fn resolve_sender(
+    c: &mut dyn Conn,
+    item: &Intake,
+    key: &SenderKey,
+) -> Result<Result<String, AppError>, DbError> {
+    Ok(match key {
+        SenderKey::Auto(country) => Ok(store::number_in_country(c, item.account_id, country)?
+            .unwrap_or_else(|| item.shared_sender.to_string())),
+        SenderKey::Number(n) => {
+            if owned::get(c, item.account_id, n)?.is_some() {
+                Ok(n.clone())
+            } else {
+                Err(AppError::new(
+                    ErrorCode::SenderNotApproved,
+                    format!("{n} is not one of the account's numbers"),
+                ))
+            }
+        }
+        SenderKey::Alphanumeric(name) => {
+            if name == ALWAYS_ALLOWED_SENDER
+                || store::sender_approved(c, item.account_id, item.parent_id, name)?
+            {
+                Ok(name.clone())
+            } else {
+                Err(AppError::new(
+                    ErrorCode::SenderNotApproved,
+                    format!("the sender {name:?} needs the operator's approval"),
+                ))
+            }
+        }
+    })
+}
