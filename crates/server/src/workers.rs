@@ -169,12 +169,28 @@ async fn prune(state: &AppState) -> anyhow::Result<usize> {
 /// pausing when it has nothing to do. A tick in progress always finishes: shutdown happens
 /// between ticks, at a safe point.
 pub async fn run(state: AppState, shutdown: CancellationToken, idle: Duration) {
-    let loops = Kind::ALL.map(|kind| {
-        let (state, shutdown) = (state.clone(), shutdown.clone());
-        tokio::spawn(async move { repeat(&state, kind, &shutdown, idle).await })
-    });
+    let mut loops = Vec::new();
+    for kind in Kind::ALL {
+        for _ in 0..loops_of(&state, kind) {
+            let (state, shutdown) = (state.clone(), shutdown.clone());
+            loops.push(tokio::spawn(async move {
+                repeat(&state, kind, &shutdown, idle).await
+            }));
+        }
+    }
     for handle in loops {
         let _ = handle.await;
+    }
+}
+
+/// How many loops run `kind` at once. The SMS worker has two on PostgreSQL: a tick is a
+/// few round trips, each of which would leave the database and this node idle with one
+/// loop, and two ticks claim different SMS (`SKIP LOCKED`), as the loops of several nodes
+/// do. SQLite's single writer runs one tick at a time whatever the loops.
+fn loops_of(state: &AppState, kind: Kind) -> usize {
+    match (kind, state.store.dialect()) {
+        (Kind::Sms, dialtone_store::Dialect::Postgres) => 2,
+        _ => 1,
     }
 }
 

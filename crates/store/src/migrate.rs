@@ -52,6 +52,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(24, "0024_console"),
     migration!(25, "0025_runs_recent"),
     migration!(26, "0026_credit_slices"),
+    migration!(27, "0027_hot_inserts"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

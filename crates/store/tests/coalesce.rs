@@ -207,7 +207,11 @@ async fn groups(store: &Store) {
         .unwrap();
     assert_eq!(balance, Money::from_cents(10));
     assert_eq!(sum, balance, "every debit is in the ledger");
-    assert_eq!(keys(store).await.len(), 363, "a refused debit wrote nothing");
+    assert_eq!(
+        keys(store).await.len(),
+        363,
+        "a refused debit wrote nothing"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
