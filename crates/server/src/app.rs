@@ -76,9 +76,11 @@ impl Application {
             store.dialect(),
         ));
         let sms_intake = dialtone_store::coalesce::Coalescer::new(store.clone());
+        let run_starts = dialtone_store::coalesce::Coalescer::new(store.clone());
         let state = AppState::new(Shared {
             store,
             sms_intake,
+            run_starts,
             clock,
             config: Arc::new(config),
             metrics: Arc::new(Metrics::default()),

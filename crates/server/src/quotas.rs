@@ -74,16 +74,26 @@ pub(crate) fn check_limit(
     account_id: i64,
     limit: i64,
 ) -> Result<(), AppError> {
-    let held = c
-        .query_one(quota.count_sql(), params![account_id])?
-        .int(0)?;
+    let held = held(c, quota, account_id)?;
     if held >= limit {
-        return Err(exceeded(format!(
-            "the account holds {held} {}: the limit is {limit}",
-            quota.what()
-        )));
+        return Err(over(quota, held, limit));
     }
     Ok(())
+}
+
+/// How many `quota` resources the account holds (for a check of several additions at
+/// once, each against the count and the additions before it).
+pub(crate) fn held(c: &mut dyn Conn, quota: Quota, account_id: i64) -> Result<i64, AppError> {
+    Ok(c.query_one(quota.count_sql(), params![account_id])?
+        .int(0)?)
+}
+
+/// The refusal of one more `quota` resource to an account holding `held` of `limit`.
+pub(crate) fn over(quota: Quota, held: i64, limit: i64) -> AppError {
+    exceeded(format!(
+        "the account holds {held} {}: the limit is {limit}",
+        quota.what()
+    ))
 }
 
 /// Refuses `adding` more bytes of audio when the account's stored audio (originals) would

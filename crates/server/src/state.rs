@@ -65,6 +65,9 @@ pub struct Shared {
     pub sms_pacing: crate::sms::pacing::Pacing,
     /// Stores the SMS sent at the same time together (see `sms::intake`).
     pub(crate) sms_intake: dialtone_store::coalesce::Coalescer<crate::sms::intake::Intake>,
+    /// Creates the runs started through the API at the same time together (see
+    /// `scenarios::runs`).
+    pub(crate) run_starts: dialtone_store::coalesce::Coalescer<crate::scenarios::runs::ApiStart>,
     /// The SMS this node knows to be due, claimed by id (see `sms::due_hints`).
     pub(crate) sms_hints: Arc<crate::sms::due_hints::DueHints>,
     /// HTTP client of webhook deliveries.

@@ -17,6 +17,13 @@
 //! while the version read by the request is its tag, so no change committed between the
 //! account's read and the request's own read of the version.
 //!
+//! A request that only writes may skip its read of the version ([`KeyCache::assumed`]): it
+//! takes the cached account with the version it was cached at, and its write reads the
+//! version in its own transaction (with what else it reads first, so no round trip of its
+//! own) and is not made when the version moved; the request is then authenticated again.
+//! A change committed before the request began is committed before that read, so it is
+//! seen as surely as by a read of the request's own.
+//!
 //! The balance is not part of it: debits and top-ups move `credit` without moving the
 //! version, so a cached account's `credit` is the balance when it was read. Whatever shows
 //! or decides on a balance reads it from the database.
@@ -88,6 +95,21 @@ impl KeyCache {
         store
             .read(move |c| keys.read_at(version, c, &key_hash))
             .await
+    }
+
+    /// The account of the key as this node last read it, with the version it was read at,
+    /// without reading anything: only for a request whose one effect is a write that checks,
+    /// in its own transaction, that the version is still that one (an SMS send), and that
+    /// is authenticated again when it is not. `None` when the key is not cached.
+    pub fn assumed(&self, key_hash: &str) -> Option<(Account, i64)> {
+        let cached = self.lock();
+        if cached.version == 0 {
+            return None;
+        }
+        cached
+            .by_key_hash
+            .get(key_hash)
+            .map(|account| (account.clone(), cached.version))
     }
 
     /// The cached account of the key at `version`, if any (a newer version empties the

@@ -116,6 +116,102 @@ pub fn create(conn: &mut dyn Conn, new: &NewRun<'_>, now: Timestamp) -> Result<R
     }
 }
 
+/// A run to create with its start already stored: the interpreter's first state and the
+/// lease of the node that creates it (until then no other node starts it).
+#[derive(Debug, Clone)]
+pub struct StartedRun<'a> {
+    /// What it runs, for whom.
+    pub new: NewRun<'a>,
+    /// Its id, made by the caller (its first state names it).
+    pub sid: Sid,
+    /// The interpreter's first state (JSON).
+    pub state: String,
+    /// Until when the creating node alone may start it.
+    pub lease: Timestamp,
+    /// Creation time.
+    pub now: Timestamp,
+}
+
+/// Creates runs in `running` with their start stored, and gives them as stored: on
+/// PostgreSQL one statement for any number (the columns bound as arrays), on SQLite one
+/// insert and read each (no round trips there). `None` where the run's sid was taken
+/// (also by an earlier row of the same call): nothing was written for it, and the caller
+/// makes it again with another sid.
+pub fn insert_started(
+    conn: &mut dyn Conn,
+    rows: &[StartedRun<'_>],
+) -> Result<Vec<Option<Run>>, DbError> {
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    match conn.dialect() {
+        Dialect::Postgres => insert_started_unnested(conn, rows),
+        Dialect::Sqlite => {
+            let mut out = Vec::with_capacity(rows.len());
+            for r in rows {
+                let id = conn.insert_id(
+                        "INSERT INTO runs (sid, account_id, scenario_sid, scenario_name, script, type, status, call_id, \
+                         state, next_at, started, updated) \
+                         VALUES ($1, $2, $3, $4, $5, $6, 'running', $7, $8, $9, $10, $10) ON CONFLICT (sid) DO NOTHING",
+                        params![
+                            &r.sid,
+                            r.new.account_id,
+                            r.new.scenario_sid,
+                            r.new.scenario_name,
+                            r.new.script,
+                            r.new.kind.as_str(),
+                            r.new.call_id,
+                            r.state.as_str(),
+                            r.lease,
+                            r.now
+                        ],
+                    )?;
+                out.push(match id {
+                    Some(id) => Some(by_id(conn, id)?.ok_or_else(|| {
+                        DbError::Other(format!("run {id} vanished after its insert"))
+                    })?),
+                    None => None,
+                });
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// [`insert_started`] on PostgreSQL: one `INSERT ... SELECT FROM UNNEST(...) RETURNING`, the
+/// runs given back in the order asked (matched by sid: `RETURNING` promises no order).
+fn insert_started_unnested(
+    conn: &mut dyn Conn,
+    rows: &[StartedRun<'_>],
+) -> Result<Vec<Option<Run>>, DbError> {
+    let text = |f: fn(&StartedRun<'_>) -> String| rows.iter().map(move |r| Some(f(r)));
+    let columns = crate::sql::Columns::new()
+        .text("sid", text(|r| r.sid.as_str().to_owned()))
+        .int("account_id", rows.iter().map(|r| Some(r.new.account_id)))
+        .text("scenario_sid", text(|r| r.new.scenario_sid.to_owned()))
+        .text("scenario_name", text(|r| r.new.scenario_name.to_owned()))
+        .text("script", text(|r| r.new.script.to_owned()))
+        .text("type", text(|r| r.new.kind.as_str().to_owned()))
+        .int("call_id", rows.iter().map(|r| r.new.call_id))
+        .text("state", text(|r| r.state.clone()))
+        .int("next_at", rows.iter().map(|r| Some(r.lease.millis())))
+        .int("started", rows.iter().map(|r| Some(r.now.millis())));
+    let sql = format!(
+        "INSERT INTO runs (sid, account_id, scenario_sid, scenario_name, script, type, status, call_id, \
+         state, next_at, started, updated) \
+         SELECT sid, account_id, scenario_sid, scenario_name, script, type, 'running', call_id, \
+         state, next_at, started, started FROM {} ON CONFLICT (sid) DO NOTHING RETURNING {COLUMNS}",
+        columns.unnest("r", 1)
+    );
+    let mut by_sid: std::collections::HashMap<String, Run> = conn
+        .query(&sql, &columns.into_params())?
+        .iter()
+        .map(|row| from_row(row).map(|run| (run.sid.as_str().to_owned(), run)))
+        .collect::<Result<_, _>>()?;
+    // `remove`: a sid given twice is written once, and only its first row has it.
+    Ok(rows.iter().map(|r| by_sid.remove(r.sid.as_str())).collect())
+}
+
 /// A run by its internal key.
 pub fn by_id(conn: &mut dyn Conn, id: i64) -> Result<Option<Run>, DbError> {
     conn.query_opt(

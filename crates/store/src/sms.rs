@@ -204,66 +204,74 @@ fn stored(id: i64, sid: Sid, new: &NewSms, now: Timestamp) -> Sms {
 }
 
 /// Stores many new SMS, each with the sid given (made by the caller, who may have written it
-/// elsewhere already, such as in a ledger line) and its creation time: on PostgreSQL in one statement whatever
-/// their number (the columns bound as arrays), on SQLite one prepared insert each (no round
-/// trips there). A sid already taken fails the whole call with
-/// [`DbError::UniqueViolation`]; the caller runs again with new sids.
+/// elsewhere already, such as in a ledger line) and its creation time: on PostgreSQL one
+/// statement for any number (the columns bound as arrays), on SQLite one prepared insert
+/// each (no round trips there). Gives each as stored, or `None` where its sid was taken
+/// (also by an earlier row of the same call): the caller then undoes its write and runs it
+/// again with new sids.
 pub fn insert_many(
     conn: &mut dyn Conn,
     rows: &[(Sid, NewSms, Timestamp)],
-) -> Result<Vec<Sms>, DbError> {
+) -> Result<Vec<Option<Sms>>, DbError> {
     if rows.is_empty() {
         return Ok(Vec::new());
     }
     let ids = match conn.dialect() {
         Dialect::Postgres => insert_unnested(conn, rows)?,
-        Dialect::Sqlite => {
-            let mut ids = Vec::with_capacity(rows.len());
-            for (sid, new, now) in rows {
-                let id = conn.insert_id(
-                    &format!(
-                        "INSERT INTO sms ({INSERT_COLUMNS}) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $17, $18)"
-                    ),
-                    params![
-                        sid,
-                        new.account_id,
-                        new.direction,
-                        &new.from,
-                        &new.to,
-                        &new.body,
-                        new.encoding,
-                        new.parts,
-                        new.traffic_type,
-                        new.status,
-                        new.user_data.clone(),
-                        new.flash,
-                        new.webhook_url.clone(),
-                        new.billing_debit,
-                        &new.carrier,
-                        new.next_at,
-                        *now,
-                        new.delivered_at
-                    ],
-                )?;
-                ids.push(id.ok_or_else(|| DbError::Other("an SMS insert wrote no row".into()))?);
-            }
-            ids
-        }
+        Dialect::Sqlite => rows
+            .iter()
+            .map(|(sid, new, now)| insert_one(conn, sid, new, *now))
+            .collect::<Result<_, _>>()?,
     };
     Ok(rows
         .iter()
         .zip(ids)
-        .map(|((sid, new, now), id)| stored(id, sid.clone(), new, *now))
+        .map(|((sid, new, now), id)| id.map(|id| stored(id, sid.clone(), new, *now)))
         .collect())
 }
 
-/// [`insert_many`] on PostgreSQL: one `INSERT ... SELECT FROM UNNEST(...)`, the ids read back
-/// by sid (the order of `RETURNING` rows is not promised).
+/// One SMS with the sid given; `None` when the sid was taken.
+fn insert_one(
+    conn: &mut dyn Conn,
+    sid: &Sid,
+    new: &NewSms,
+    now: Timestamp,
+) -> Result<Option<i64>, DbError> {
+    conn.insert_id(
+        &format!(
+            "INSERT INTO sms ({INSERT_COLUMNS}) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $17, $18) \
+             ON CONFLICT (sid) DO NOTHING"
+        ),
+        params![
+            sid,
+            new.account_id,
+            new.direction,
+            &new.from,
+            &new.to,
+            &new.body,
+            new.encoding,
+            new.parts,
+            new.traffic_type,
+            new.status,
+            new.user_data.clone(),
+            new.flash,
+            new.webhook_url.clone(),
+            new.billing_debit,
+            &new.carrier,
+            new.next_at,
+            now,
+            new.delivered_at
+        ],
+    )
+}
+
+/// [`insert_many`] on PostgreSQL: one `INSERT ... SELECT FROM UNNEST(...)`; the id of each
+/// row, `None` where its sid was taken (matched by sid: `RETURNING` promises no order).
 fn insert_unnested(
     conn: &mut dyn Conn,
     rows: &[(Sid, NewSms, Timestamp)],
-) -> Result<Vec<i64>, DbError> {
+) -> Result<Vec<Option<i64>>, DbError> {
     let news = || rows.iter().map(|(_, n, _)| n);
     let text = |f: fn(&NewSms) -> Option<String>| news().map(f);
     let int = |f: fn(&NewSms) -> Option<i64>| news().map(f);
@@ -296,22 +304,18 @@ fn insert_unnested(
         "INSERT INTO sms ({INSERT_COLUMNS}) \
          SELECT sid, account_id, direction, sender, recipient, body, encoding, parts, traffic_type, status, \
          user_data, flash, webhook_url, billing_debit, carrier, next_at, created, created, delivered_at FROM {} \
-         RETURNING id, sid",
+         ON CONFLICT (sid) DO NOTHING RETURNING id, sid",
         columns.unnest("t", 1)
     );
-    let params = columns.into_params();
     let mut by_sid = std::collections::HashMap::with_capacity(rows.len());
-    for row in conn.query(&sql, &params)? {
+    for row in conn.query(&sql, &columns.into_params())? {
         by_sid.insert(row.text(1)?, row.int(0)?);
     }
-    rows.iter()
-        .map(|(sid, _, _)| {
-            by_sid
-                .get(sid.as_str())
-                .copied()
-                .ok_or_else(|| DbError::Other(format!("SMS {sid} was not inserted")))
-        })
-        .collect()
+    // `remove`: a sid given twice is written once, and only its first row has it.
+    Ok(rows
+        .iter()
+        .map(|(sid, _, _)| by_sid.remove(sid.as_str()))
+        .collect())
 }
 
 /// An SMS of the account.

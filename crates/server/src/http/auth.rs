@@ -88,7 +88,7 @@ impl FromRequestParts<AppState> for Caller {
             .map(|c| c.0);
         let now = state.clock.now();
         state.auth_guard.check_client(client, now)?;
-        let caller = match authenticate(parts, state).await {
+        let caller = match authenticate(&parts.headers, state).await {
             Ok(caller) => caller,
             Err(e) => {
                 if e.code == ErrorCode::AuthError {
@@ -105,20 +105,81 @@ impl FromRequestParts<AppState> for Caller {
     }
 }
 
+/// The account of a request whose one effect is a write that checks authentication in its
+/// own transaction (`POST /v2.0/sms`, see `sms::intake`). An `x-api-key` whose active
+/// account this node has cached is taken without a read of its own (`assumed` is then the
+/// version it was cached at: `KeyCache::assumed`); anything else is authenticated as
+/// [`Caller`] is. When the write finds the version moved it makes nothing, and the handler
+/// authenticates the request again ([`SendCaller::confirm`]): a key revoked or an account
+/// suspended before the request began is refused as surely as with a read of its own. What
+/// such a request may answer before its write (a 400 for a malformed body, a 429) depends on
+/// nothing the change could have made.
+#[derive(Debug, Clone)]
+pub(crate) struct SendCaller {
+    /// The acting account, as [`Caller::account`].
+    pub account: Account,
+    /// The authentication version the account was cached at, when it was taken without a
+    /// read; `None` when the request read it.
+    pub assumed: Option<i64>,
+}
+
+impl SendCaller {
+    /// Authenticates the request again, reading what authentication reads (a write found
+    /// the version the account was assumed at moved): its account now, or 401.
+    pub(crate) async fn confirm(state: &AppState, headers: &HeaderMap) -> AppResult<Caller> {
+        let result = authenticate(headers, state).await;
+        if let Err(e) = &result
+            && e.code == ErrorCode::AuthError
+        {
+            state.auth_guard.failed(None, state.clock.now());
+        }
+        result
+    }
+}
+
+impl FromRequestParts<AppState> for SendCaller {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> AppResult<Self> {
+        if parts.extensions.get::<Caller>().is_none()
+            && let Some(key) = header(&parts.headers, "x-api-key")?
+            && let Some((account, version)) = state.keys.assumed(&hash_api_key(key))
+            && account.status == AccountStatus::Active
+        {
+            let client = parts
+                .extensions
+                .get::<super::client::ClientAddr>()
+                .map(|c| c.0);
+            let now = state.clock.now();
+            state.auth_guard.check_client(client, now)?;
+            state.limiter.admit(&state.config, &account, now)?;
+            return Ok(Self {
+                account,
+                assumed: Some(version),
+            });
+        }
+        let caller = Caller::from_request_parts(parts, state).await?;
+        Ok(Self {
+            account: caller.account,
+            assumed: None,
+        })
+    }
+}
+
 /// Resolves the credentials of a v2.0 request to the account it acts on.
-async fn authenticate(parts: &Parts, state: &AppState) -> AppResult<Caller> {
+async fn authenticate(headers: &HeaderMap, state: &AppState) -> AppResult<Caller> {
     {
-        let presented = if let Some(key) = header(&parts.headers, "x-api-key")? {
+        let presented = if let Some(key) = header(headers, "x-api-key")? {
             Presented::ApiKey(key.to_owned())
-        } else if let Some(auth) = header(&parts.headers, "authorization")? {
+        } else if let Some(auth) = header(headers, "authorization")? {
             let (user, secret) = basic(auth).ok_or_else(|| {
                 AppError::auth(
                     "malformed Authorization header: use x-api-key, or Basic with SID:API_KEY",
                 )
             })?;
             Presented::Basic { user, secret }
-        } else if let Some(signed_in) = super::console_session::find(state, &parts.headers).await? {
-            return console_caller(state, &parts.headers, &signed_in).await;
+        } else if let Some(signed_in) = super::console_session::find(state, headers).await? {
+            return console_caller(state, headers, &signed_in).await;
         } else {
             return Err(AppError::auth(
                 "missing credentials: send x-api-key, or Basic authentication with SID:API_KEY",

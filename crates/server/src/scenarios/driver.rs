@@ -55,6 +55,25 @@ pub(crate) fn drive(
     run_id: i64,
     triggers: Vec<Trigger>,
 ) -> Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send>> {
+    drive_from(state, run_id, None, triggers)
+}
+
+/// Drives a run just created by this node, as it was stored: its first step does not read
+/// it again.
+pub(crate) fn drive_new(
+    state: AppState,
+    run: Run,
+    triggers: Vec<Trigger>,
+) -> Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send>> {
+    drive_from(state, run.id, Some(run), triggers)
+}
+
+fn drive_from(
+    state: AppState,
+    run_id: i64,
+    mut known: Option<Run>,
+    triggers: Vec<Trigger>,
+) -> Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send>> {
     Box::pin(async move {
         let mut queue: VecDeque<Trigger> = triggers.into();
         let mut handled = 0;
@@ -63,8 +82,12 @@ pub(crate) fn drive(
             if handled > MAX_TRIGGERS {
                 anyhow::bail!("run {run_id}: too many events in one drive");
             }
-            let Some(run) = state.store.read(move |c| runs::by_id(c, run_id)).await? else {
-                return Ok(());
+            let run = match known.take() {
+                Some(run) => run,
+                None => match state.store.read(move |c| runs::by_id(c, run_id)).await? {
+                    Some(run) => run,
+                    None => return Ok(()),
+                },
             };
             if run.status.is_final() && !matches!(trigger, Trigger::Branch(_)) {
                 continue;

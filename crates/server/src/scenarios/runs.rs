@@ -1,10 +1,13 @@
 //! Runs created: for a call to a number, an SMS to a number, or through the API; each
 //! within its account's quota of runs running at once, its start stored with it.
 
-use dialtone_domain::Timestamp;
+use std::collections::HashMap;
+
 use dialtone_domain::run::RunKind;
+use dialtone_domain::{Sid, Timestamp};
 use dialtone_store::calls::Call;
-use dialtone_store::runs::{self, NewRun, Run};
+use dialtone_store::coalesce::{Coalesced, GroupResults};
+use dialtone_store::runs::{self, NewRun, Run, StartedRun};
 use dialtone_store::{Conn, scenarios};
 use serde_json::{Value, json};
 
@@ -36,44 +39,135 @@ pub(crate) struct RunStart<'a> {
 /// Creates a run (not started: its start is stored, leased until `lease`), within the
 /// account's quota of runs running at once.
 pub(crate) fn create(c: &mut dyn Conn, new: RunStart<'_>, now: Timestamp) -> Result<Run, AppError> {
-    let RunStart {
-        max_running,
-        account_id,
-        scenario,
-        kind,
-        call,
-        sms,
-        input,
-        lease,
-    } = new;
-    quotas::check_limit(c, Quota::RunningRuns, account_id, max_running)?;
-    let run = runs::create(
-        c,
-        &NewRun {
-            account_id,
-            scenario_sid: scenario.sid.as_str(),
-            scenario_name: &scenario.name,
-            script: &scenario.script,
-            kind,
-            call_id: call.map(|k| k.id),
-        },
-        now,
-    )?;
+    quotas::check_limit(c, Quota::RunningRuns, new.account_id, new.max_running)?;
+    let mut created = insert(c, &[(new, now)])?;
+    created
+        .pop()
+        .ok_or_else(|| AppError::internal("a run was not created"))
+}
+
+/// How many times [`insert`] draws new sids for runs whose sid was taken.
+const SID_DRAWS: usize = 8;
+
+/// Creates the runs of `starts`, each made at its time (their quota checked by the caller),
+/// in one statement on PostgreSQL, and gives them as stored, in order.
+fn insert(c: &mut dyn Conn, starts: &[(RunStart<'_>, Timestamp)]) -> Result<Vec<Run>, AppError> {
+    let mut created: Vec<Option<Run>> = vec![None; starts.len()];
+    for _ in 0..SID_DRAWS {
+        let todo: Vec<usize> = (0..starts.len())
+            .filter(|&i| created[i].is_none())
+            .collect();
+        if todo.is_empty() {
+            break;
+        }
+        let rows = todo
+            .iter()
+            .map(|&i| started_row(&starts[i].0, starts[i].1))
+            .collect::<Result<Vec<_>, _>>()?;
+        for (i, run) in todo.into_iter().zip(runs::insert_started(c, &rows)?) {
+            created[i] = run;
+        }
+    }
+    created
+        .into_iter()
+        .map(|r| r.ok_or_else(|| AppError::internal("no free sid for a run")))
+        .collect()
+}
+
+/// The row of a new run: a fresh sid, and its first state, which names it.
+fn started_row<'a>(start: &RunStart<'a>, now: Timestamp) -> Result<StartedRun<'a>, AppError> {
+    let sid = Sid::generate();
     let context = dialtone_actions::Context {
         now: now.to_rfc3339(),
-        run: json!({"id": run.sid.as_str(), "type": kind}),
-        scenario: json!({"sid": scenario.sid.as_str(), "name": scenario.name}),
-        call: call.map(crate::voice::cdr::call_object),
-        sms,
-        input,
+        run: json!({"id": sid.as_str(), "type": start.kind}),
+        scenario: json!({"sid": start.scenario.sid.as_str(), "name": start.scenario.name}),
+        call: start.call.map(crate::voice::cdr::call_object),
+        sms: start.sms.clone(),
+        input: start.input.clone(),
     };
     let stored = Stored::Start {
-        branch: kind.entry_branch().to_owned(),
+        branch: start.kind.entry_branch().to_owned(),
         context,
     };
-    let text = serde_json::to_string(&stored).map_err(AppError::internal)?;
-    runs::set_start(c, run.id, &text, lease)?;
-    Ok(runs::by_id(c, run.id)?.unwrap_or(run))
+    Ok(StartedRun {
+        new: NewRun {
+            account_id: start.account_id,
+            scenario_sid: start.scenario.sid.as_str(),
+            scenario_name: &start.scenario.name,
+            script: &start.scenario.script,
+            kind: start.kind,
+            call_id: start.call.map(|k| k.id),
+        },
+        sid,
+        state: serde_json::to_string(&stored).map_err(AppError::internal)?,
+        lease: start.lease,
+        now,
+    })
+}
+
+/// A run started through the API, created with the others started at the same time (see
+/// `dialtone_store::coalesce`): each account's running runs counted once for the group, the
+/// runs inserted by one statement.
+pub(crate) struct ApiStart {
+    pub max_running: i64,
+    pub account_id: i64,
+    pub scenario: scenarios::Scenario,
+    pub input: serde_json::Map<String, Value>,
+    pub lease: Timestamp,
+    pub now: Timestamp,
+}
+
+impl Coalesced for ApiStart {
+    type Output = Run;
+    type Error = AppError;
+
+    fn run_all(c: &mut dyn Conn, items: &[Self]) -> GroupResults<Self> {
+        let mut held: HashMap<i64, i64> = HashMap::new();
+        let mut results: Vec<Option<Result<Run, AppError>>> = Vec::with_capacity(items.len());
+        let mut admitted = Vec::new();
+        for item in items {
+            let count = match held.get(&item.account_id) {
+                Some(n) => *n,
+                None => quotas::held(c, Quota::RunningRuns, item.account_id)?,
+            };
+            if count >= item.max_running {
+                held.insert(item.account_id, count);
+                results.push(Some(Err(quotas::over(
+                    Quota::RunningRuns,
+                    count,
+                    item.max_running,
+                ))));
+                continue;
+            }
+            held.insert(item.account_id, count + 1);
+            admitted.push(results.len());
+            results.push(None);
+        }
+        let starts: Vec<(RunStart<'_>, Timestamp)> = admitted
+            .iter()
+            .map(|&i| {
+                let item = &items[i];
+                let start = RunStart {
+                    max_running: item.max_running,
+                    account_id: item.account_id,
+                    scenario: &item.scenario,
+                    kind: RunKind::Api,
+                    call: None,
+                    sms: None,
+                    input: item.input.clone(),
+                    lease: item.lease,
+                };
+                (start, item.now)
+            })
+            .collect();
+        for (i, run) in admitted.into_iter().zip(insert(c, &starts)?) {
+            results[i] = Some(Ok(run));
+        }
+        Ok(results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(AppError::internal("a run of the group was lost"))))
+            .collect())
+    }
 }
 
 /// Starts the `inbound-sms` branch of the scenario attached to `to`, inside the transaction

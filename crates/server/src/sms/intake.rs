@@ -13,7 +13,7 @@ use dialtone_store::coalesce::{Coalesced, GroupResults};
 use dialtone_store::numbers::owned;
 use dialtone_store::rates::Rate;
 use dialtone_store::sms::{self as store, NewSms, Sms};
-use dialtone_store::{Conn, DbError, billing, rates};
+use dialtone_store::{Conn, DbError, billing};
 
 use super::outgoing::Outgoing;
 use crate::error::{AppError, ErrorCode};
@@ -30,8 +30,13 @@ pub(crate) struct Intake {
     pub parts: i64,
     pub rate: Rate,
     /// The rate table `rate` comes from: when the database's is another, the SMS is not
-    /// stored (`Ok(None)`) and the caller prices it again.
+    /// stored ([`Stored::RatesChanged`]) and the caller prices it again.
     pub rates_version: i64,
+    /// The authentication version the account was taken at without a read of it (see
+    /// `KeyCache::assumed`): when the database's is another, the SMS is not stored
+    /// ([`Stored::AuthChanged`]) and the caller authenticates again. `None`: the request
+    /// read it.
+    pub auth_version: Option<i64>,
     /// The sender of SMS sent without one when the account has no number in the country.
     pub shared_sender: Arc<str>,
     pub carrier: String,
@@ -47,20 +52,40 @@ enum SenderKey {
     Alphanumeric(String),
 }
 
+/// What became of an SMS of a group.
+#[derive(Debug)]
+pub(crate) enum Stored {
+    /// Stored, debited: the worker takes it from here.
+    Sms(Box<Sms>),
+    /// Not stored: the rate table changed since the SMS was priced.
+    RatesChanged,
+    /// Not stored: what authentication reads changed since the account was taken without
+    /// a read (a key revoked, an account suspended, on any node).
+    AuthChanged,
+}
+
 impl Coalesced for Intake {
-    type Output = Option<Sms>;
+    type Output = Stored;
     type Error = AppError;
 
     fn run_all(c: &mut dyn Conn, items: &[Self]) -> GroupResults<Self> {
-        let version = rates::version(c)?;
+        // Both versions in one statement: the group's first round trip.
+        let versions = c.query_one(
+            "SELECT (SELECT version FROM rates_version), (SELECT version FROM auth_version)",
+            dialtone_store::params![],
+        )?;
+        let (rates_now, auth_now) = (versions.int(0)?, versions.int(1)?);
         let mut senders: HashMap<(i64, SenderKey), Result<String, AppError>> = HashMap::new();
-        let mut results: Vec<Option<Result<Option<Sms>, AppError>>> =
-            Vec::with_capacity(items.len());
+        let mut results: Vec<Option<Result<Stored, AppError>>> = Vec::with_capacity(items.len());
         let mut rows = Vec::new();
         let mut row_of = Vec::new();
         for (i, item) in items.iter().enumerate() {
-            if item.rates_version != version {
-                results.push(Some(Ok(None)));
+            if item.auth_version.is_some_and(|v| v != auth_now) {
+                results.push(Some(Ok(Stored::AuthChanged)));
+                continue;
+            }
+            if item.rates_version != rates_now {
+                results.push(Some(Ok(Stored::RatesChanged)));
                 continue;
             }
             let key = (item.account_id, sender_key(&item.out.from, &item.out.to));
@@ -99,9 +124,11 @@ impl Coalesced for Intake {
             row_of.push(i);
             results.push(None);
         }
-        let stored = store::insert_many(c, &rows)?;
-        for (i, sms) in row_of.into_iter().zip(stored) {
-            results[i] = Some(Ok(Some(sms)));
+        for (i, sms) in row_of.into_iter().zip(store::insert_many(c, &rows)?) {
+            // A sid taken meanwhile (the ledger already names it): the group runs again, each
+            // SMS alone with new sids.
+            let sms = sms.ok_or_else(|| AppError::internal("an SMS's new sid was taken"))?;
+            results[i] = Some(Ok(Stored::Sms(Box::new(sms))));
         }
         Ok(results
             .into_iter()

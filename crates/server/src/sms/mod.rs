@@ -18,4 +18,4 @@ pub(crate) mod submission;
 pub(crate) mod text;
 
 pub(crate) use inbound::receive;
-pub(crate) use outgoing::{Outgoing, send};
+pub(crate) use outgoing::{Outgoing, send, send_assumed};

@@ -9,7 +9,7 @@ use dialtone_domain::sms::{Encoding, Sender, TrafficType, layout};
 use dialtone_store::accounts::Account;
 use dialtone_store::sms::Sms;
 
-use super::intake::Intake;
+use super::intake::{Intake, Stored};
 use super::text::text_error;
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::state::AppState;
@@ -40,6 +40,29 @@ pub(crate) struct Outgoing {
 /// Sends an SMS for the account: checks the sender, debits every part at the destination's
 /// rate, stores it as `created`; the worker hands it to the carrier.
 pub(crate) async fn send(state: &AppState, account: &Account, out: Outgoing) -> AppResult<Sms> {
+    send_as(state, account, out, None)
+        .await?
+        .ok_or_else(|| AppError::internal("an authenticated send found its authentication changed"))
+}
+
+/// [`send`] for an account taken from the cache of authentication without a read of its
+/// own (`KeyCache::assumed`, at `auth_version`): `None`, with nothing stored, when what
+/// authentication reads changed since; the caller authenticates again.
+pub(crate) async fn send_assumed(
+    state: &AppState,
+    account: &Account,
+    out: Outgoing,
+    auth_version: i64,
+) -> AppResult<Option<Sms>> {
+    send_as(state, account, out, Some(auth_version)).await
+}
+
+async fn send_as(
+    state: &AppState,
+    account: &Account,
+    out: Outgoing,
+    auth_version: Option<i64>,
+) -> AppResult<Option<Sms>> {
     if account.status == AccountStatus::Suspended {
         return Err(AppError::new(
             ErrorCode::AccountSuspended,
@@ -83,14 +106,19 @@ pub(crate) async fn send(state: &AppState, account: &Account, out: Outgoing) -> 
             parts: text.parts.len() as i64,
             rate,
             rates_version: rates.version(),
+            auth_version,
             shared_sender: shared_sender.clone(),
             carrier: carrier.clone(),
             now,
         };
-        if let Some(sms) = state.sms_intake.run(item).await? {
-            state.sms_hints.add(sms.id, sms.next_at.unwrap_or(now));
-            state.sms_wake.notify_one();
-            return Ok(sms);
+        match state.sms_intake.run(item).await? {
+            Stored::Sms(sms) => {
+                state.sms_hints.add(sms.id, sms.next_at.unwrap_or(now));
+                state.sms_wake.notify_one();
+                return Ok(Some(*sms));
+            }
+            Stored::AuthChanged => return Ok(None),
+            Stored::RatesChanged => {}
         }
     }
     Err(AppError::internal(

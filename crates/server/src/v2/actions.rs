@@ -20,7 +20,7 @@ use crate::error::{AppError, AppResult};
 use crate::http::auth::Caller;
 use crate::http::extract::{Checks, JsonBody, QueryString, optional_json_body};
 use crate::http::search::{SearchResult, page};
-use crate::scenarios::driver::drive;
+use crate::scenarios::driver::{drive, drive_new};
 use crate::scenarios::stored::Trigger;
 use crate::state::AppState;
 
@@ -449,24 +449,15 @@ pub(crate) async fn start_run(
         ));
     }
     let now = state.clock.now();
-    let max_running = state.config.quota_running_runs;
     let run = state
-        .store
-        .write_repeatable(move |c| {
-            crate::scenarios::runs::create(
-                c,
-                crate::scenarios::runs::RunStart {
-                    max_running,
-                    account_id: account,
-                    scenario: &s,
-                    kind: RunKind::Api,
-                    call: None,
-                    sms: None,
-                    input: variables.clone(),
-                    lease: now.plus_ms(30_000),
-                },
-                now,
-            )
+        .run_starts
+        .run(crate::scenarios::runs::ApiStart {
+            max_running: state.config.quota_running_runs,
+            account_id: account,
+            scenario: s,
+            input: variables,
+            lease: now.plus_ms(30_000),
+            now,
         })
         .await?;
     let started = RunStarted {
@@ -477,8 +468,9 @@ pub(crate) async fn start_run(
     };
     let st = state.clone();
     tokio::spawn(async move {
-        if let Err(e) = drive(st, run.id, vec![Trigger::Due]).await {
-            tracing::warn!(run = %run.sid, error = %format!("{e:#}"), "a run could not advance");
+        let sid = run.sid.clone();
+        if let Err(e) = drive_new(st, run, vec![Trigger::Due]).await {
+            tracing::warn!(run = %sid, error = %format!("{e:#}"), "a run could not advance");
         }
     });
     Ok(started)

@@ -3,7 +3,7 @@
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use dialtone_domain::sms::{Direction, Encoding, Sender, SmsStatus, TrafficType};
 use dialtone_store::sms::{self as store, Sms, SmsFilter};
 use serde::{Deserialize, Serialize};
@@ -11,7 +11,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::common::{SortOrder, by_sid, search_page};
 use crate::error::{AppError, AppResult};
-use crate::http::auth::Caller;
+use crate::http::auth::{Caller, SendCaller};
 use crate::http::extract::{Checks, QueryString, json_body};
 use crate::http::search::{SearchResult, page};
 use crate::sms::{self, Outgoing};
@@ -174,7 +174,8 @@ pub(crate) struct SendBody {
     responses((status = 202, description = "accepted", body = SmsView)))]
 pub(crate) async fn send(
     State(state): State<AppState>,
-    caller: Caller,
+    caller: SendCaller,
+    headers: HeaderMap,
     QueryString(q): QueryString<SendQuery>,
     body: Bytes,
 ) -> AppResult<(StatusCode, Json<SmsView>)> {
@@ -232,7 +233,19 @@ pub(crate) async fn send(
         webhook_url,
         replace_stopnum: false,
     };
-    let sms = sms::send(&state, &caller.account, out).await?;
+    let sms = match caller.assumed {
+        Some(version) => {
+            match sms::send_assumed(&state, &caller.account, out.clone(), version).await? {
+                Some(sms) => sms,
+                // Authentication changed since the account was cached: read it again.
+                None => {
+                    let confirmed = SendCaller::confirm(&state, &headers).await?;
+                    sms::send(&state, &confirmed.account, out).await?
+                }
+            }
+        }
+        None => sms::send(&state, &caller.account, out).await?,
+    };
     Ok((StatusCode::ACCEPTED, Json((&sms).into())))
 }
 

@@ -78,9 +78,16 @@ async fn api_key_and_basic_act_on_the_right_account(app: TestApp) {
 
 async fn revoked_keys_stop_working(app: TestApp) {
     let acct = app.account().await;
-    // Used before it is revoked, so this node knows the key.
+    // Used before it is revoked, so this node knows the key (and sends with it without a
+    // read of its own).
     let (status, _) = send(app.req(&acct, Method::GET, "/v2.0/ping")).await;
     assert_eq!(status, 200);
+    let (status, body) = send(
+        app.req(&acct, Method::POST, "/v2.0/sms?to=%2B33612345678")
+            .json(&json!({"body": "before the change"})),
+    )
+    .await;
+    assert_eq!(status, 202, "{body}");
     let (status, second) = send(app.admin(
         Method::POST,
         &format!("/admin/accounts/{}/api-keys", acct.sid),
@@ -97,13 +104,24 @@ async fn revoked_keys_stop_working(app: TestApp) {
     .await;
     assert_eq!(status, 204);
     assert_key_refused_by_v2(&app, &acct).await;
-    // The other key still works; revoking twice is 404.
+    // The other key still works, and the refused send stored nothing; revoking twice is
+    // 404.
     let (status, _) = send(
         app.anon(Method::GET, "/v2.0/ping")
             .header("x-api-key", &second_key),
     )
     .await;
     assert_eq!(status, 200);
+    let (status, body) = send(
+        app.anon(
+            Method::GET,
+            "/v2.0/sms?direction=outbound&createdAfter=2000-01-01T00:00:00Z&createdBefore=2100-01-01T00:00:00Z",
+        )
+            .header("x-api-key", &second_key),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["total"], 1, "{body}");
     let (status, body) = send(app.admin(
         Method::DELETE,
         &format!("/admin/accounts/{}/api-keys/{key_id}", acct.sid),
@@ -114,6 +132,14 @@ async fn revoked_keys_stop_working(app: TestApp) {
 
 /// The account's first key is refused by v2.0, as `x-api-key` and in Basic `SID:KEY`.
 async fn assert_key_refused_by_v2(app: &TestApp, acct: &TestAccount) {
+    // A send takes a key this node knows without reading it first: its write finds the
+    // change and the send is authenticated again, so it is refused all the same.
+    let (status, body) = send(
+        app.req(acct, Method::POST, "/v2.0/sms?to=%2B33612345678")
+            .json(&json!({"body": "after the change"})),
+    )
+    .await;
+    assert_error(status, &body, 401, "auth_error");
     let (status, body) = send(app.req(acct, Method::GET, "/v2.0/ping")).await;
     assert_error(status, &body, 401, "auth_error");
     let (status, body) = send(
