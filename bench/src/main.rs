@@ -133,6 +133,7 @@ async fn sms_round(
 ) -> anyhow::Result<(f64, i64)> {
     let t0 = Instant::now();
     let cpu0 = srv.cpu_ms()?;
+    let pg0 = nodes::postgres_cpu_ms();
     let r = load_with_args(srv, key, args, || {
         load::Req::post(
             "/v2.0/sms?to=%2B447700900555",
@@ -145,6 +146,12 @@ async fn sms_round(
         "  server CPU per request during the load: {:.0} us",
         cpu_per(srv, cpu0, r.count())?
     );
+    if args.database_url.is_some() {
+        println!(
+            "  PostgreSQL CPU per request during the load: {:.0} us",
+            (nodes::postgres_cpu_ms() - pg0) * 1000.0 / r.count().max(1) as f64
+        );
+    }
     let ratio = 100.0 * r.rate() / ping_rate;
     println!("  = {ratio:.1}% of the ping rate in the same run");
     let errors = r.non_2xx;
@@ -164,6 +171,12 @@ async fn sms_round(
         done as f64 / took,
         cpu_per(srv, cpu0, u64::try_from(done).unwrap_or(0))?
     );
+    if args.database_url.is_some() {
+        println!(
+            "  PostgreSQL CPU {:.0} us per SMS end to end",
+            (nodes::postgres_cpu_ms() - pg0) * 1000.0 / done.max(1) as f64
+        );
+    }
     Ok((ratio, delivered))
 }
 
@@ -186,6 +199,19 @@ async fn main() -> anyhow::Result<()> {
         Some(path) => path.clone(),
         None => server::build_release()?,
     };
+    let result = run(&args, &binary).await;
+    // The schema of this run (every server of it used the same), gone with the run.
+    if let Some(url) = &args.database_url
+        && let Err(e) = seed::drop_schema(url).await
+    {
+        eprintln!("the benchmark's schema could not be dropped: {e:#}");
+    }
+    result
+}
+
+/// Every benchmark asked for, in turn.
+async fn run(args: &Args, binary: &std::path::Path) -> anyhow::Result<()> {
+    let (args, binary) = (args, binary.to_path_buf());
     println!(
         "dialtone benchmark: {} cores, database {}",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
@@ -196,10 +222,10 @@ async fn main() -> anyhow::Result<()> {
         }
     );
 
-    if asked(&args, "soak") {
+    if asked(args, "soak") {
         return soak::run(&binary, args.soak_minutes, &args.soak_retain).await;
     }
-    if asked(&args, "voice") {
+    if asked(args, "voice") {
         let levels: Vec<usize> = args
             .voice_levels
             .split(',')
@@ -207,17 +233,17 @@ async fn main() -> anyhow::Result<()> {
             .collect();
         return voice::run(&binary, &levels, args.voice_hold, args.voice_cps).await;
     }
-    if asked(&args, "speech") {
+    if asked(args, "speech") {
         return speech::run(&binary).await;
     }
-    if asked(&args, "nodes") {
+    if asked(args, "nodes") {
         let url = args
             .database_url
             .as_deref()
             .ok_or_else(|| anyhow::anyhow!("--only nodes needs --database-url (PostgreSQL)"))?;
         return nodes::run(&binary, url, args.nodes, args.connections, args.seconds).await;
     }
-    if asked(&args, "crash") {
+    if asked(args, "crash") {
         return crash::run(
             &binary,
             args.database_url.as_deref(),
@@ -228,7 +254,7 @@ async fn main() -> anyhow::Result<()> {
     }
     // Start to ready, and idle memory, on an empty database.
     let mut srv = server::Server::start(&binary, args.database_url.as_deref()).await?;
-    if wanted(&args, "start") {
+    if wanted(args, "start") {
         println!(
             "start to ready (empty database): {:.1} ms",
             srv.ready_after.as_secs_f64() * 1000.0
@@ -241,34 +267,34 @@ async fn main() -> anyhow::Result<()> {
     }
     let key = srv.account("bench", "100000000.00").await?;
 
-    let ping = if wanted(&args, "ping") || wanted(&args, "sms") || wanted(&args, "runs") {
-        Some(measure_ping(&srv, &key, &args).await?)
+    let ping = if wanted(args, "ping") || wanted(args, "sms") || wanted(args, "runs") {
+        Some(measure_ping(&srv, &key, args).await?)
     } else {
         None
     };
 
-    if wanted(&args, "sms") {
-        sms_rounds(&srv, &key, &args, ping.as_ref()).await?;
+    if wanted(args, "sms") {
+        sms_rounds(&srv, &key, args, ping.as_ref()).await?;
     }
-    if wanted(&args, "runs") {
-        runs(&srv, &key, &args, ping.as_ref()).await?;
+    if wanted(args, "runs") {
+        runs(&srv, &key, args, ping.as_ref()).await?;
     }
-    if wanted(&args, "webhooks") {
-        webhooks(&mut srv, &binary, &key, &args).await?;
+    if wanted(args, "webhooks") {
+        webhooks(&mut srv, &binary, &key, args).await?;
     }
-    if wanted(&args, "search") || wanted(&args, "console") {
-        seed_stored_sms(&mut srv, &binary, &args).await?;
+    if wanted(args, "search") || wanted(args, "console") {
+        seed_stored_sms(&mut srv, &binary, args).await?;
     }
-    if wanted(&args, "search") {
-        search(&srv, &key, &args).await?;
+    if wanted(args, "search") {
+        search(&srv, &key, args).await?;
     }
-    if wanted(&args, "console") {
+    if wanted(args, "console") {
         console::run(&srv, &key, args.stored_sms).await?;
     }
-    if wanted(&args, "calls") {
+    if wanted(args, "calls") {
         held_calls(&srv, &key, args.held_calls).await?;
     }
-    if wanted(&args, "export") {
+    if wanted(args, "export") {
         export(&mut srv, &binary, &key, args.exported_calls).await?;
     }
     srv.stop().await?;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::{load, server};
 
 /// CPU time of every `postgres` process of this machine, in milliseconds.
-fn postgres_cpu_ms() -> f64 {
+pub(crate) fn postgres_cpu_ms() -> f64 {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return 0.0;
     };

@@ -25,6 +25,16 @@ pub(crate) async fn fresh_schema(url: &str) -> anyhow::Result<String> {
     Ok(format!("{url}{sep}options=-csearch_path%3D{name}"))
 }
 
+/// Drops the schema [`fresh_schema`] made for this process.
+pub(crate) async fn drop_schema(url: &str) -> anyhow::Result<()> {
+    let name = format!("bench_{}", std::process::id());
+    let store = open(url).await?;
+    store
+        .write(move |c| c.batch(&format!("DROP SCHEMA IF EXISTS {name} CASCADE")))
+        .await?;
+    Ok(())
+}
+
 async fn account_id(store: &Store, sid: &str) -> anyhow::Result<i64> {
     let sid = Sid::parse(sid).ok_or_else(|| anyhow::anyhow!("bad sid"))?;
     let a = store.read(move |c| accounts::by_sid(c, &sid)).await?;

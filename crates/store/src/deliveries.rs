@@ -46,23 +46,116 @@ pub struct Exclusions {
     pub endpoints: Vec<String>,
 }
 
+/// A due delivery before it is claimed: what a claim picks by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    /// Internal key.
+    pub id: i64,
+    /// The account it belongs to.
+    pub account_id: i64,
+    /// Where it goes.
+    pub endpoint: String,
+}
+
 /// Claims deliveries due at `now`, leasing them for `lease_ms` so no other worker takes
 /// them meanwhile: of the first `scan` due ones (oldest first) outside `exclude`, those
 /// `pick` takes, at most `limit`. A delivery with an order key waits while an earlier one of
 /// the same key is pending (claimed or waiting for a retry): the events of one SMS reach a
 /// subscriber in order.
+///
+/// Three statements whatever the number: the candidates (narrow rows, no lock), then the
+/// picked ones with what their requests need, locked (on PostgreSQL skipping any another
+/// worker holds, and checked due again), then their leases. The candidates a claim does not
+/// pick (their endpoint is at its cap) are neither read whole nor locked: one busy endpoint
+/// no longer costs every claim a join over the four times `limit` rows it scanned.
 pub fn claim(
     conn: &mut dyn Conn,
     now: Timestamp,
     lease_ms: i64,
     limit: i64,
     exclude: &Exclusions,
-    pick: &mut dyn FnMut(&Due) -> bool,
+    pick: &mut dyn FnMut(&Candidate) -> bool,
 ) -> Result<Vec<Due>, DbError> {
-    let lock = match conn.dialect() {
-        Dialect::Postgres => " FOR UPDATE OF d SKIP LOCKED",
-        Dialect::Sqlite => "",
+    let mut picked = Vec::new();
+    for c in candidates(conn, now, limit.max(1) * 4, exclude)? {
+        if picked.len() as i64 >= limit {
+            break;
+        }
+        if pick(&c) {
+            picked.push(c.id);
+        }
+    }
+    if picked.is_empty() {
+        return Ok(Vec::new());
+    }
+    let dialect = conn.dialect();
+    let (lock, ids) = match dialect {
+        Dialect::Postgres => (
+            " FOR UPDATE OF d SKIP LOCKED",
+            "d.id = ANY($2::bigint[])".to_owned(),
+        ),
+        Dialect::Sqlite => (
+            "",
+            format!("d.id IN ({})", crate::sql::placeholders(2, picked.len())),
+        ),
     };
+    let id_params = |first: crate::sql::Value| with_ids(dialect, first, &picked);
+    let rows = conn.query(
+        &format!(
+            "SELECT d.id, d.endpoint, d.next_try, w.sid, w.status, w.hmac_secret, COALESCE(w.hmac_algo, 'SHA256'), \
+             e.event_id, e.type, e.data, e.created, d.account_id \
+             FROM deliveries d JOIN events e ON e.id = d.event_id LEFT JOIN webhooks w ON w.id = d.webhook_id \
+             WHERE {ids} AND d.next_at IS NOT NULL AND d.next_at <= $1 ORDER BY d.next_at, d.id{lock}"
+        ),
+        &id_params(now.into()),
+    )?;
+    let due = rows
+        .iter()
+        .map(due_from_row)
+        .collect::<Result<Vec<_>, _>>()?;
+    // The claim uses up its try: a node that dies after sending leaves the next claim to
+    // send the following try number, so no (event, try) pair is ever sent twice.
+    if due.len() == picked.len() {
+        conn.execute(
+            &format!(
+                "UPDATE deliveries SET next_at = $1, next_try = next_try + 1 WHERE {}",
+                ids.replace("d.id", "id")
+            ),
+            &id_params(now.plus_ms(lease_ms).into()),
+        )?;
+    } else {
+        for d in &due {
+            conn.execute(
+                "UPDATE deliveries SET next_at = $1, next_try = next_try + 1 WHERE id = $2",
+                params![now.plus_ms(lease_ms), d.id],
+            )?;
+        }
+    }
+    Ok(due)
+}
+
+/// `first`, then `ids` as the dialect binds a list: one array on PostgreSQL, one parameter
+/// each on SQLite.
+fn with_ids(dialect: Dialect, first: crate::sql::Value, ids: &[i64]) -> Vec<crate::sql::Value> {
+    use crate::sql::{Array, Value};
+    let mut params = vec![first];
+    match dialect {
+        Dialect::Postgres => params.push(Value::Array(Array::Int(
+            ids.iter().map(|&id| Some(id)).collect(),
+        ))),
+        Dialect::Sqlite => params.extend(ids.iter().map(|&id| Value::Int(id))),
+    }
+    params
+}
+
+/// The first `scan` due deliveries outside `exclude`, oldest first, each only when no
+/// earlier one of its order key is pending.
+fn candidates(
+    conn: &mut dyn Conn,
+    now: Timestamp,
+    scan: i64,
+    exclude: &Exclusions,
+) -> Result<Vec<Candidate>, DbError> {
     let mut params = vec![crate::sql::Value::from(now)];
     let accounts = exclude.accounts.iter().map(|a| (*a).into()).collect();
     let mut filters = crate::sql::not_in("d.account_id", accounts, &mut params);
@@ -72,38 +165,25 @@ pub fn claim(
         .map(|e| e.as_str().into())
         .collect();
     filters.push_str(&crate::sql::not_in("d.endpoint", endpoints, &mut params));
-    let scan = limit.max(1) * 4;
-    let rows = conn.query(
+    conn.query(
         &format!(
-            "SELECT d.id, d.endpoint, d.next_try, w.sid, w.status, w.hmac_secret, COALESCE(w.hmac_algo, 'SHA256'), \
-             e.event_id, e.type, e.data, e.created, d.account_id \
-             FROM deliveries d JOIN events e ON e.id = d.event_id LEFT JOIN webhooks w ON w.id = d.webhook_id \
+            "SELECT d.id, d.account_id, d.endpoint FROM deliveries d \
              WHERE d.next_at IS NOT NULL AND d.next_at <= $1{filters} \
              AND (d.order_key IS NULL OR NOT EXISTS (SELECT 1 FROM deliveries p \
                   WHERE p.order_key = d.order_key AND p.status = 'pending' AND p.id < d.id)) \
-             ORDER BY d.next_at LIMIT {scan}{lock}"
+             ORDER BY d.next_at LIMIT {scan}"
         ),
         &params,
-    )?;
-    let mut due = Vec::new();
-    for row in &rows {
-        if due.len() as i64 >= limit {
-            break;
-        }
-        let d = due_from_row(row)?;
-        if pick(&d) {
-            due.push(d);
-        }
-    }
-    // The claim uses up its try: a node that dies after sending leaves the next claim to
-    // send the following try number, so no (event, try) pair is ever sent twice.
-    for d in &due {
-        conn.execute(
-            "UPDATE deliveries SET next_at = $1, next_try = next_try + 1 WHERE id = $2",
-            params![now.plus_ms(lease_ms), d.id],
-        )?;
-    }
-    Ok(due)
+    )?
+    .iter()
+    .map(|r| {
+        Ok(Candidate {
+            id: r.int(0)?,
+            account_id: r.int(1)?,
+            endpoint: r.text(2)?,
+        })
+    })
+    .collect()
 }
 
 fn due_from_row(r: &Row) -> Result<Due, DbError> {
@@ -166,17 +246,84 @@ pub fn record(
             params![attempt.delivery_id, attempt.try_number, attempt.status_code, attempt.duration_ms, attempt.error.clone(), now],
         )?;
     }
-    let (status, next_at) = match next {
-        Next::Delivered => ("delivered", None),
-        Next::RetryAt(at) => ("pending", Some(at)),
-        Next::Dead => ("dead", None),
-        Next::Skipped => ("skipped", None),
-    };
+    let (status, next_at) = next_state(next);
     conn.execute(
         "UPDATE deliveries SET status = $1, next_at = $2, updated = $3 WHERE id = $4 AND next_try = $5",
         params![status, next_at, now, attempt.delivery_id, attempt.try_number + 1],
     )?;
     Ok(())
+}
+
+/// Records tries that ended, as [`record`] does each: on PostgreSQL two statements for any
+/// number (the attempts, then the deliveries' new states, the columns bound as arrays).
+pub fn record_many(
+    conn: &mut dyn Conn,
+    tries: &[(Attempt, Next)],
+    now: Timestamp,
+) -> Result<(), DbError> {
+    if conn.dialect() == Dialect::Sqlite {
+        for (attempt, next) in tries {
+            record(conn, attempt, *next, now)?;
+        }
+        return Ok(());
+    }
+    use crate::sql::Columns;
+    let made: Vec<&Attempt> = tries
+        .iter()
+        .filter(|(_, next)| *next != Next::Skipped)
+        .map(|(a, _)| a)
+        .collect();
+    if !made.is_empty() {
+        let columns = Columns::new()
+            .int("delivery_id", made.iter().map(|a| Some(a.delivery_id)))
+            .int("try", made.iter().map(|a| Some(a.try_number)))
+            .int("status_code", made.iter().map(|a| a.status_code))
+            .int("duration_ms", made.iter().map(|a| Some(a.duration_ms)))
+            .text("error", made.iter().map(|a| a.error.clone()));
+        let sql = format!(
+            "INSERT INTO delivery_attempts (delivery_id, try, status_code, duration_ms, error, at) \
+             SELECT delivery_id, try, status_code, duration_ms, error, $1 FROM {} ORDER BY ord",
+            columns.unnest_ordered("a", 2)
+        );
+        let mut params = vec![now.into()];
+        params.extend(columns.into_params());
+        conn.execute(&sql, &params)?;
+    }
+    let states = Columns::new()
+        .int("id", tries.iter().map(|(a, _)| Some(a.delivery_id)))
+        .int(
+            "next_try",
+            tries.iter().map(|(a, _)| Some(a.try_number + 1)),
+        )
+        .text(
+            "status",
+            tries.iter().map(|(_, n)| Some(next_state(*n).0.to_owned())),
+        )
+        .int(
+            "next_at",
+            tries
+                .iter()
+                .map(|(_, n)| next_state(*n).1.map(Timestamp::millis)),
+        );
+    let sql = format!(
+        "UPDATE deliveries d SET status = v.status, next_at = v.next_at, updated = $1 FROM {} \
+         WHERE d.id = v.id AND d.next_try = v.next_try",
+        states.unnest("v", 2)
+    );
+    let mut params = vec![now.into()];
+    params.extend(states.into_params());
+    conn.execute(&sql, &params)?;
+    Ok(())
+}
+
+/// The status and next due time of a delivery after a try.
+fn next_state(next: Next) -> (&'static str, Option<Timestamp>) {
+    match next {
+        Next::Delivered => ("delivered", None),
+        Next::RetryAt(at) => ("pending", Some(at)),
+        Next::Dead => ("dead", None),
+        Next::Skipped => ("skipped", None),
+    }
 }
 
 /// One try as listed by `GET /webhooks/{sid}/deliveries`.

@@ -224,12 +224,7 @@ async fn record_loop(state: AppState, mut rx: mpsc::UnboundedReceiver<RecordedTr
             batch.iter().map(|r| (r.attempt.clone(), r.next)).collect();
         let written = state
             .store
-            .write_repeatable(move |c| {
-                for (a, next) in &rows {
-                    deliveries::record(c, a, *next, now)?;
-                }
-                Ok::<_, dialtone_store::DbError>(())
-            })
+            .write_repeatable(move |c| deliveries::record_many(c, &rows, now))
             .await;
         if let Err(e) = written {
             // The leases bring these deliveries back; their tries were made.

@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use dialtone_store::deliveries::{Due, Exclusions};
+use dialtone_store::deliveries::{Candidate, Due, Exclusions};
 
 use crate::tally::Tally;
 
@@ -64,7 +64,7 @@ pub struct Planner {
 
 impl Planner {
     /// Whether `d` may be tried now, counting it in if so.
-    pub fn take(&mut self, d: &Due) -> bool {
+    pub fn take(&mut self, d: &Candidate) -> bool {
         let account = self.by_account.entry(d.account_id).or_insert(0);
         if *account >= PER_ACCOUNT {
             return false;
@@ -224,7 +224,13 @@ mod tests {
         let mut plan = d.planner();
         let taken: Vec<Due> = candidates
             .iter()
-            .filter(|c| plan.take(c))
+            .filter(|c| {
+                plan.take(&Candidate {
+                    id: c.id,
+                    account_id: c.account_id,
+                    endpoint: c.endpoint.clone(),
+                })
+            })
             .cloned()
             .collect();
         d.start(&taken);
