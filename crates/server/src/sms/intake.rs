@@ -1,4 +1,4 @@
-//! Outbound SMS stored in groups: the requests to send that wait for the database together
+//! What an interface asks to send ([`Outgoing`]), and outbound SMS stored in groups: the requests to send that wait for the database together
 //! are priced, debited and stored by one write ([`Coalesced`]), with the rate table's
 //! version read once, each sender resolved once per account, the debits settled together
 //! and the SMS inserted by one statement, instead of a few statements (round trips on
@@ -7,7 +7,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use dialtone_domain::sms::{ALWAYS_ALLOWED_SENDER, Direction, Sender, SmsStatus};
+use dialtone_domain::sms::{
+    ALWAYS_ALLOWED_SENDER, Direction, Encoding, Sender, SmsStatus, TrafficType,
+};
 use dialtone_domain::{E164, Money, Sid, Timestamp};
 use dialtone_store::coalesce::{Coalesced, GroupResults};
 use dialtone_store::numbers::owned;
@@ -15,8 +17,30 @@ use dialtone_store::rates::Rate;
 use dialtone_store::sms::{self as store, NewSms, Sms};
 use dialtone_store::{Conn, DbError, billing};
 
-use super::outgoing::Outgoing;
 use crate::error::{AppError, ErrorCode};
+
+/// An SMS to send, as validated by an interface.
+#[derive(Debug, Clone)]
+pub(crate) struct Outgoing {
+    /// Destination.
+    pub to: E164,
+    /// Sender as asked.
+    pub from: Sender,
+    /// Text.
+    pub body: String,
+    /// Forced encoding, if any.
+    pub encoding: Option<Encoding>,
+    /// Traffic type.
+    pub traffic_type: TrafficType,
+    /// Customer data.
+    pub user_data: Option<String>,
+    /// Flash SMS.
+    pub flash: bool,
+    /// Per-SMS webhook endpoint.
+    pub webhook_url: Option<String>,
+    /// Replace `%STOPNUM%` for custom senders (SMS REST v1.1).
+    pub replace_stopnum: bool,
+}
 
 /// One SMS to store, priced from the rate table of `rates_version`.
 #[derive(Debug)]

@@ -18,4 +18,5 @@ pub(crate) mod submission;
 pub(crate) mod text;
 
 pub(crate) use inbound::receive;
-pub(crate) use outgoing::{Outgoing, send, send_assumed};
+pub(crate) use intake::Outgoing;
+pub(crate) use outgoing::{send, send_assumed};

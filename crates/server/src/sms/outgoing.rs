@@ -3,39 +3,15 @@
 
 use std::sync::Arc;
 
-use dialtone_domain::E164;
 use dialtone_domain::account::AccountStatus;
-use dialtone_domain::sms::{Encoding, Sender, TrafficType, layout};
+use dialtone_domain::sms::{Sender, layout};
 use dialtone_store::accounts::Account;
 use dialtone_store::sms::Sms;
 
-use super::intake::{Intake, Stored};
+use super::intake::{Intake, Outgoing, Stored};
 use super::text::text_error;
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::state::AppState;
-
-/// An SMS to send, as validated by an interface.
-#[derive(Debug, Clone)]
-pub(crate) struct Outgoing {
-    /// Destination.
-    pub to: E164,
-    /// Sender as asked.
-    pub from: Sender,
-    /// Text.
-    pub body: String,
-    /// Forced encoding, if any.
-    pub encoding: Option<Encoding>,
-    /// Traffic type.
-    pub traffic_type: TrafficType,
-    /// Customer data.
-    pub user_data: Option<String>,
-    /// Flash SMS.
-    pub flash: bool,
-    /// Per-SMS webhook endpoint.
-    pub webhook_url: Option<String>,
-    /// Replace `%STOPNUM%` for custom senders (SMS REST v1.1).
-    pub replace_stopnum: bool,
-}
 
 /// Sends an SMS for the account: checks the sender, debits every part at the destination's
 /// rate, stores it as `created`; the worker hands it to the carrier.
