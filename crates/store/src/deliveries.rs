@@ -76,15 +76,7 @@ pub fn claim(
     exclude: &Exclusions,
     pick: &mut dyn FnMut(&Candidate) -> bool,
 ) -> Result<Vec<Due>, DbError> {
-    let mut picked = Vec::new();
-    for c in candidates(conn, now, limit.max(1) * 4, exclude)? {
-        if picked.len() as i64 >= limit {
-            break;
-        }
-        if pick(&c) {
-            picked.push(c.id);
-        }
-    }
+    let picked = pick_candidates(conn, now, limit.max(1), exclude, pick)?;
     if picked.is_empty() {
         return Ok(Vec::new());
     }
@@ -148,15 +140,66 @@ fn with_ids(dialect: Dialect, first: crate::sql::Value, ids: &[i64]) -> Vec<crat
     params
 }
 
-/// The first `scan` due deliveries outside `exclude`, oldest first, each only when no
-/// earlier one of its order key is pending.
+/// Rows a page of candidates reads at most.
+const CANDIDATE_PAGE: i64 = 64;
+
+/// The ids `pick` takes among the due candidates, at most `limit`, read a page at a time,
+/// oldest first, about four times `limit` rows at most. The reading stops at a page in which
+/// `pick` took nothing: what is left of the due work belongs to endpoints and accounts at
+/// their caps for this claim (a busy endpoint, or one backing off, is left out by
+/// `exclude` at the next claim, which then reaches past it). Before, every claim read four
+/// times its limit to pick the few tries a saturated endpoint had room for.
+fn pick_candidates(
+    conn: &mut dyn Conn,
+    now: Timestamp,
+    limit: i64,
+    exclude: &Exclusions,
+    pick: &mut dyn FnMut(&Candidate) -> bool,
+) -> Result<Vec<i64>, DbError> {
+    let mut picked = Vec::new();
+    let mut after: Option<(i64, i64)> = None;
+    let mut read = 0;
+    while (picked.len() as i64) < limit && read < limit * 4 {
+        // A constant page, so the statement's text (its `LIMIT` written in it) is one.
+        let page = CANDIDATE_PAGE;
+        let rows = candidates(conn, now, page, after, exclude)?;
+        read += rows.len() as i64;
+        let before = picked.len();
+        for (c, next_at) in &rows {
+            if (picked.len() as i64) < limit && pick(c) {
+                picked.push(c.id);
+            }
+            after = Some((*next_at, c.id));
+        }
+        if (rows.len() as i64) < page || picked.len() == before {
+            break;
+        }
+    }
+    Ok(picked)
+}
+
+/// Up to `scan` due deliveries outside `exclude`, oldest first (after `after`, a due time
+/// and an id), each only when no earlier one of its order key is pending; with their due
+/// times.
 fn candidates(
     conn: &mut dyn Conn,
     now: Timestamp,
     scan: i64,
+    after: Option<(i64, i64)>,
     exclude: &Exclusions,
-) -> Result<Vec<Candidate>, DbError> {
+) -> Result<Vec<(Candidate, i64)>, DbError> {
     let mut params = vec![crate::sql::Value::from(now)];
+    let mut keyset = String::new();
+    if let Some((next_at, id)) = after {
+        params.push(next_at.into());
+        params.push(id.into());
+        keyset = format!(
+            " AND (d.next_at > ${} OR (d.next_at = ${} AND d.id > ${}))",
+            params.len() - 1,
+            params.len() - 1,
+            params.len()
+        );
+    }
     let accounts = exclude.accounts.iter().map(|a| (*a).into()).collect();
     let mut filters = crate::sql::not_in("d.account_id", accounts, &mut params);
     let endpoints = exclude
@@ -167,21 +210,22 @@ fn candidates(
     filters.push_str(&crate::sql::not_in("d.endpoint", endpoints, &mut params));
     conn.query(
         &format!(
-            "SELECT d.id, d.account_id, d.endpoint FROM deliveries d \
-             WHERE d.next_at IS NOT NULL AND d.next_at <= $1{filters} \
+            "SELECT d.id, d.account_id, d.endpoint, d.next_at FROM deliveries d \
+             WHERE d.next_at IS NOT NULL AND d.next_at <= $1{keyset}{filters} \
              AND (d.order_key IS NULL OR NOT EXISTS (SELECT 1 FROM deliveries p \
                   WHERE p.order_key = d.order_key AND p.status = 'pending' AND p.id < d.id)) \
-             ORDER BY d.next_at LIMIT {scan}"
+             ORDER BY d.next_at, d.id LIMIT {scan}"
         ),
         &params,
     )?
     .iter()
     .map(|r| {
-        Ok(Candidate {
+        let candidate = Candidate {
             id: r.int(0)?,
             account_id: r.int(1)?,
             endpoint: r.text(2)?,
-        })
+        };
+        Ok((candidate, r.int(3)?))
     })
     .collect()
 }
