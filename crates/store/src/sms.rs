@@ -141,34 +141,7 @@ const INSERT_COLUMNS: &str = "sid, account_id, direction, sender, recipient, bod
 pub fn insert(conn: &mut dyn Conn, new: &NewSms, now: Timestamp) -> Result<Sms, DbError> {
     loop {
         let sid = Sid::generate();
-        let id = conn.insert_id(
-            &format!(
-                "INSERT INTO sms ({INSERT_COLUMNS}) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $17, $18) \
-                 ON CONFLICT (sid) DO NOTHING"
-            ),
-            params![
-                &sid,
-                new.account_id,
-                new.direction,
-                &new.from,
-                &new.to,
-                &new.body,
-                new.encoding,
-                new.parts,
-                new.traffic_type,
-                new.status,
-                new.user_data.clone(),
-                new.flash,
-                new.webhook_url.clone(),
-                new.billing_debit,
-                &new.carrier,
-                new.next_at,
-                now,
-                new.delivered_at
-            ],
-        )?;
-        if let Some(id) = id {
+        if let Some(id) = insert_one(conn, &sid, new, now)? {
             return Ok(stored(id, sid, new, now));
         }
     }

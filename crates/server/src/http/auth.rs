@@ -82,10 +82,7 @@ impl FromRequestParts<AppState> for Caller {
         if let Some(caller) = parts.extensions.get::<Caller>() {
             return Ok(caller.clone());
         }
-        let client = parts
-            .extensions
-            .get::<super::client::ClientAddr>()
-            .map(|c| c.0);
+        let client = client_of(parts);
         let now = state.clock.now();
         state.auth_guard.check_client(client, now)?;
         let caller = match authenticate(&parts.headers, state).await {
@@ -146,12 +143,8 @@ impl FromRequestParts<AppState> for SendCaller {
             && let Some((account, version)) = state.keys.assumed(&hash_api_key(key))
             && account.status == AccountStatus::Active
         {
-            let client = parts
-                .extensions
-                .get::<super::client::ClientAddr>()
-                .map(|c| c.0);
             let now = state.clock.now();
-            state.auth_guard.check_client(client, now)?;
+            state.auth_guard.check_client(client_of(parts), now)?;
             state.limiter.admit(&state.config, &account, now)?;
             return Ok(Self {
                 account,
@@ -164,6 +157,14 @@ impl FromRequestParts<AppState> for SendCaller {
             assumed: None,
         })
     }
+}
+
+/// The address of the request's client, when the listener recorded it.
+fn client_of(parts: &Parts) -> Option<std::net::IpAddr> {
+    parts
+        .extensions
+        .get::<super::client::ClientAddr>()
+        .map(|c| c.0)
 }
 
 /// Resolves the credentials of a v2.0 request to the account it acts on.
