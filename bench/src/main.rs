@@ -211,7 +211,6 @@ async fn main() -> anyhow::Result<()> {
 
 /// Every benchmark asked for, in turn.
 async fn run(args: &Args, binary: &std::path::Path) -> anyhow::Result<()> {
-    let (args, binary) = (args, binary.to_path_buf());
     println!(
         "dialtone benchmark: {} cores, database {}",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
@@ -223,7 +222,7 @@ async fn run(args: &Args, binary: &std::path::Path) -> anyhow::Result<()> {
     );
 
     if asked(args, "soak") {
-        return soak::run(&binary, args.soak_minutes, &args.soak_retain).await;
+        return soak::run(binary, args.soak_minutes, &args.soak_retain).await;
     }
     if asked(args, "voice") {
         let levels: Vec<usize> = args
@@ -231,29 +230,23 @@ async fn run(args: &Args, binary: &std::path::Path) -> anyhow::Result<()> {
             .split(',')
             .filter_map(|l| l.trim().parse().ok())
             .collect();
-        return voice::run(&binary, &levels, args.voice_hold, args.voice_cps).await;
+        return voice::run(binary, &levels, args.voice_hold, args.voice_cps).await;
     }
     if asked(args, "speech") {
-        return speech::run(&binary).await;
+        return speech::run(binary).await;
     }
     if asked(args, "nodes") {
         let url = args
             .database_url
             .as_deref()
             .ok_or_else(|| anyhow::anyhow!("--only nodes needs --database-url (PostgreSQL)"))?;
-        return nodes::run(&binary, url, args.nodes, args.connections, args.seconds).await;
+        return nodes::run(binary, url, args.nodes, args.connections, args.seconds).await;
     }
     if asked(args, "crash") {
-        return crash::run(
-            &binary,
-            args.database_url.as_deref(),
-            args.kills,
-            args.nodes,
-        )
-        .await;
+        return crash::run(binary, args.database_url.as_deref(), args.kills, args.nodes).await;
     }
     // Start to ready, and idle memory, on an empty database.
-    let mut srv = server::Server::start(&binary, args.database_url.as_deref()).await?;
+    let mut srv = server::Server::start(binary, args.database_url.as_deref()).await?;
     if wanted(args, "start") {
         println!(
             "start to ready (empty database): {:.1} ms",
@@ -280,10 +273,10 @@ async fn run(args: &Args, binary: &std::path::Path) -> anyhow::Result<()> {
         runs(&srv, &key, args, ping.as_ref()).await?;
     }
     if wanted(args, "webhooks") {
-        webhooks(&mut srv, &binary, &key, args).await?;
+        webhooks(&mut srv, binary, &key, args).await?;
     }
     if wanted(args, "search") || wanted(args, "console") {
-        seed_stored_sms(&mut srv, &binary, args).await?;
+        seed_stored_sms(&mut srv, binary, args).await?;
     }
     if wanted(args, "search") {
         search(&srv, &key, args).await?;
@@ -295,7 +288,7 @@ async fn run(args: &Args, binary: &std::path::Path) -> anyhow::Result<()> {
         held_calls(&srv, &key, args.held_calls).await?;
     }
     if wanted(args, "export") {
-        export(&mut srv, &binary, &key, args.exported_calls).await?;
+        export(&mut srv, binary, &key, args.exported_calls).await?;
     }
     srv.stop().await?;
     Ok(())

@@ -147,25 +147,23 @@ fn no_result() -> DbError {
 /// Queues one group job, which takes the pending requests when a database thread starts it,
 /// and answers them after its commit.
 async fn group_job<C: Coalesced>(store: Store, waiting: Arc<Mutex<Waiting<C>>>) {
-    // The group's requests: taken at the job's first run, kept for its later runs.
-    let taken: Arc<Mutex<Option<Vec<C>>>> = Arc::new(Mutex::new(None));
-    let answers: Arc<Mutex<Vec<Answer<C>>>> = Arc::default();
-    let (job_taken, job_answers, job_waiting) = (taken.clone(), answers.clone(), waiting.clone());
+    // The group's requests and their answers: taken at the job's first run, kept for its
+    // later runs.
+    type Group<C> = (Vec<C>, Vec<Answer<C>>);
+    let taken: Arc<Mutex<Option<Group<C>>>> = Arc::new(Mutex::new(None));
+    let (job_taken, job_waiting) = (taken.clone(), waiting.clone());
     let outcome = store
         .write_grouped(move |c| {
             let mut slot = lock(&job_taken);
-            let items = slot.get_or_insert_with(|| {
+            let (items, _) = slot.get_or_insert_with(|| {
                 let mut w = lock(&job_waiting);
                 w.queued = false;
-                *lock(&job_answers) = std::mem::take(&mut w.answers);
-                std::mem::take(&mut w.items)
+                (std::mem::take(&mut w.items), std::mem::take(&mut w.answers))
             });
             C::run_all(c, items).map_err(GroupFailure::Run)
         })
         .await;
-    let taken = lock(&taken).take();
-    let answers = std::mem::take(&mut *lock(&answers));
-    let Some(items) = taken else {
+    let Some((items, answers)) = lock(&taken).take() else {
         // The job never ran (the store is closed). No other job was queued meanwhile, so
         // every pending request was waiting for this one: each gets the store's error.
         let mut w = lock(&waiting);

@@ -81,63 +81,41 @@ pub fn claim(
         return Ok(Vec::new());
     }
     let dialect = conn.dialect();
-    let (lock, ids) = match dialect {
-        Dialect::Postgres => (
-            " FOR UPDATE OF d SKIP LOCKED",
-            "d.id = ANY($2::bigint[])".to_owned(),
-        ),
-        Dialect::Sqlite => (
-            "",
-            format!("d.id IN ({})", crate::sql::placeholders(2, picked.len())),
-        ),
+    let lock = match dialect {
+        Dialect::Postgres => " FOR UPDATE OF d SKIP LOCKED",
+        Dialect::Sqlite => "",
     };
-    let id_params = |first: crate::sql::Value| with_ids(dialect, first, &picked);
+    let (among, list) = crate::sql::in_list(dialect, "d.id", 2, crate::sql::ids(&picked));
+    let mut params = vec![now.into()];
+    params.extend(list);
     let rows = conn.query(
         &format!(
             "SELECT d.id, d.endpoint, d.next_try, w.sid, w.status, w.hmac_secret, COALESCE(w.hmac_algo, 'SHA256'), \
              e.event_id, e.type, e.data, e.created, d.account_id \
              FROM deliveries d JOIN events e ON e.id = d.event_id LEFT JOIN webhooks w ON w.id = d.webhook_id \
-             WHERE {ids} AND d.next_at IS NOT NULL AND d.next_at <= $1 ORDER BY d.next_at, d.id{lock}"
+             WHERE {among} AND d.next_at IS NOT NULL AND d.next_at <= $1 ORDER BY d.next_at, d.id{lock}"
         ),
-        &id_params(now.into()),
+        &params,
     )?;
     let due = rows
         .iter()
         .map(due_from_row)
         .collect::<Result<Vec<_>, _>>()?;
+    if due.is_empty() {
+        return Ok(due);
+    }
     // The claim uses up its try: a node that dies after sending leaves the next claim to
-    // send the following try number, so no (event, try) pair is ever sent twice.
-    if due.len() == picked.len() {
-        conn.execute(
-            &format!(
-                "UPDATE deliveries SET next_at = $1, next_try = next_try + 1 WHERE {}",
-                ids.replace("d.id", "id")
-            ),
-            &id_params(now.plus_ms(lease_ms).into()),
-        )?;
-    } else {
-        for d in &due {
-            conn.execute(
-                "UPDATE deliveries SET next_at = $1, next_try = next_try + 1 WHERE id = $2",
-                params![now.plus_ms(lease_ms), d.id],
-            )?;
-        }
-    }
+    // send the following try number, so no (event, try) pair is ever sent twice. Only the
+    // deliveries read (locked) above: another worker holds the others.
+    let claimed: Vec<i64> = due.iter().map(|d| d.id).collect();
+    let (among, list) = crate::sql::in_list(dialect, "id", 2, crate::sql::ids(&claimed));
+    let mut params = vec![now.plus_ms(lease_ms).into()];
+    params.extend(list);
+    conn.execute(
+        &format!("UPDATE deliveries SET next_at = $1, next_try = next_try + 1 WHERE {among}"),
+        &params,
+    )?;
     Ok(due)
-}
-
-/// `first`, then `ids` as the dialect binds a list: one array on PostgreSQL, one parameter
-/// each on SQLite.
-fn with_ids(dialect: Dialect, first: crate::sql::Value, ids: &[i64]) -> Vec<crate::sql::Value> {
-    use crate::sql::{Array, Value};
-    let mut params = vec![first];
-    match dialect {
-        Dialect::Postgres => params.push(Value::Array(Array::Int(
-            ids.iter().map(|&id| Some(id)).collect(),
-        ))),
-        Dialect::Sqlite => params.extend(ids.iter().map(|&id| Value::Int(id))),
-    }
-    params
 }
 
 /// Rows a page of candidates reads at most.

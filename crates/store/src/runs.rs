@@ -91,31 +91,6 @@ pub struct NewRun<'a> {
     pub call_id: Option<i64>,
 }
 
-/// Creates a run in `running` with no state yet; the driver saves its first step.
-pub fn create(conn: &mut dyn Conn, new: &NewRun<'_>, now: Timestamp) -> Result<Run, DbError> {
-    loop {
-        let sid = Sid::generate();
-        let id = conn.insert_id(
-            "INSERT INTO runs (sid, account_id, scenario_sid, scenario_name, script, type, status, call_id, started, updated) \
-             VALUES ($1, $2, $3, $4, $5, $6, 'running', $7, $8, $8) ON CONFLICT (sid) DO NOTHING",
-            params![
-                &sid,
-                new.account_id,
-                new.scenario_sid,
-                new.scenario_name,
-                new.script,
-                new.kind.as_str(),
-                new.call_id,
-                now
-            ],
-        )?;
-        if let Some(id) = id {
-            return by_id(conn, id)?
-                .ok_or_else(|| DbError::Other(format!("run {id} vanished after its insert")));
-        }
-    }
-}
-
 /// A run to create with its start already stored: the interpreter's first state and the
 /// lease of the node that creates it (until then no other node starts it).
 #[derive(Debug, Clone)]
@@ -333,21 +308,6 @@ pub fn claim_due(
         )?;
     }
     Ok(due)
-}
-
-/// Stores a run's start (its entry branch and context) and leases it until `lease`: the
-/// node that created it drives it; if that node dies, the worker starts it after the lease.
-pub fn set_start(
-    conn: &mut dyn Conn,
-    id: i64,
-    state: &str,
-    lease: Timestamp,
-) -> Result<(), DbError> {
-    conn.execute(
-        "UPDATE runs SET state = $1, next_at = $2 WHERE id = $3",
-        params![state, lease, id],
-    )?;
-    Ok(())
 }
 
 /// A page of the runs of one of the account's scenarios newest first, from after

@@ -4,7 +4,7 @@ use dialtone_domain::{Money, Sid, Timestamp};
 
 use crate::params;
 use crate::search::{self, Paging};
-use crate::sql::{Conn, DbError, Dialect, Row, SqlBuilder, Value};
+use crate::sql::{Conn, DbError, Dialect, Row, SqlBuilder};
 
 /// An SMS as stored.
 #[derive(Debug, Clone, PartialEq)]
@@ -139,12 +139,9 @@ const INSERT_COLUMNS: &str = "sid, account_id, direction, sender, recipient, bod
 
 /// Stores a new SMS (with a fresh sid).
 pub fn insert(conn: &mut dyn Conn, new: &NewSms, now: Timestamp) -> Result<Sms, DbError> {
-    loop {
-        let sid = Sid::generate();
-        if let Some(id) = insert_one(conn, &sid, new, now)? {
-            return Ok(stored(id, sid, new, now));
-        }
-    }
+    insert_many(conn, &[(new.clone(), now)])?
+        .pop()
+        .ok_or_else(|| DbError::Other("an SMS insert wrote no row".into()))
 }
 
 /// The SMS as [`insert`] wrote it: exactly what was written, so it is not read back.
@@ -176,31 +173,63 @@ fn stored(id: i64, sid: Sid, new: &NewSms, now: Timestamp) -> Sms {
     }
 }
 
-/// Stores many new SMS, each with the sid given (made by the caller, who may have written it
-/// elsewhere already, such as in a ledger line) and its creation time: on PostgreSQL one
-/// statement for any number (the columns bound as arrays), on SQLite one prepared insert
-/// each (no round trips there). Gives each as stored, or `None` where its sid was taken
-/// (also by an earlier row of the same call): the caller then undoes its write and runs it
-/// again with new sids.
-pub fn insert_many(
+/// How many times [`insert_many`] draws another sid for an SMS whose sid was taken (the
+/// clock part of a sid wraps every 7.8 minutes, so a busy platform meets taken sids daily).
+const SID_DRAWS: usize = 16;
+
+/// Stores many new SMS, each with its creation time and a fresh sid, and gives them as
+/// stored, in order: on PostgreSQL one statement for any number (the columns bound as
+/// arrays), on SQLite one prepared insert each (no round trips there). An SMS whose sid was
+/// taken is written again with another (`ON CONFLICT DO NOTHING` leaves the transaction
+/// usable), so the caller learns an SMS's sid only from what this gives back.
+pub fn insert_many(conn: &mut dyn Conn, rows: &[(NewSms, Timestamp)]) -> Result<Vec<Sms>, DbError> {
+    insert_many_drawing(conn, rows, &mut Sid::generate)
+}
+
+/// [`insert_many`] with the sids drawn by `draw` (a test draws taken ones).
+pub fn insert_many_drawing(
     conn: &mut dyn Conn,
-    rows: &[(Sid, NewSms, Timestamp)],
-) -> Result<Vec<Option<Sms>>, DbError> {
-    if rows.is_empty() {
-        return Ok(Vec::new());
-    }
-    let ids = match conn.dialect() {
-        Dialect::Postgres => insert_unnested(conn, rows)?,
-        Dialect::Sqlite => rows
+    rows: &[(NewSms, Timestamp)],
+    draw: &mut dyn FnMut() -> Sid,
+) -> Result<Vec<Sms>, DbError> {
+    let mut stored_rows: Vec<Option<Sms>> = vec![None; rows.len()];
+    for _ in 0..SID_DRAWS {
+        let todo: Vec<usize> = (0..rows.len())
+            .filter(|&i| stored_rows[i].is_none())
+            .collect();
+        if todo.is_empty() {
+            break;
+        }
+        let drawn: Vec<(Sid, &NewSms, Timestamp)> = todo
             .iter()
-            .map(|(sid, new, now)| insert_one(conn, sid, new, *now))
-            .collect::<Result<_, _>>()?,
-    };
-    Ok(rows
-        .iter()
-        .zip(ids)
-        .map(|((sid, new, now), id)| id.map(|id| stored(id, sid.clone(), new, *now)))
-        .collect())
+            .map(|&i| (draw(), &rows[i].0, rows[i].1))
+            .collect();
+        let ids = match conn.dialect() {
+            Dialect::Postgres => insert_unnested(conn, &drawn)?,
+            Dialect::Sqlite => drawn
+                .iter()
+                .map(|(sid, new, now)| insert_one(conn, sid, new, *now))
+                .collect::<Result<_, _>>()?,
+        };
+        for ((i, (sid, new, now)), id) in todo.into_iter().zip(drawn).zip(ids) {
+            stored_rows[i] = id.map(|id| stored(id, sid, new, now));
+        }
+    }
+    stored_rows
+        .into_iter()
+        .map(|s| s.ok_or_else(|| DbError::Other("no free sid for an SMS".into())))
+        .collect()
+}
+
+/// Deletes SMS the caller's transaction just inserted and then refused (their debit found
+/// the credit short): nothing refers to them yet.
+pub fn delete_new(conn: &mut dyn Conn, ids: &[i64]) -> Result<(), DbError> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let (among, params) = crate::sql::in_list(conn.dialect(), "id", 1, crate::sql::ids(ids));
+    conn.execute(&format!("DELETE FROM sms WHERE {among}"), &params)?;
+    Ok(())
 }
 
 /// One SMS with the sid given; `None` when the sid was taken.
@@ -243,9 +272,9 @@ fn insert_one(
 /// row, `None` where its sid was taken (matched by sid: `RETURNING` promises no order).
 fn insert_unnested(
     conn: &mut dyn Conn,
-    rows: &[(Sid, NewSms, Timestamp)],
+    rows: &[(Sid, &NewSms, Timestamp)],
 ) -> Result<Vec<Option<i64>>, DbError> {
-    let news = || rows.iter().map(|(_, n, _)| n);
+    let news = || rows.iter().map(|(_, n, _)| *n);
     let text = |f: fn(&NewSms) -> Option<String>| news().map(f);
     let int = |f: fn(&NewSms) -> Option<i64>| news().map(f);
     let columns = crate::sql::Columns::new()
@@ -528,30 +557,21 @@ pub fn due_among(conn: &mut dyn Conn, now: Timestamp, ids: &[i64]) -> Result<Vec
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let due = "COALESCE(next_at, 9223372036854775807) <= $1";
-    match conn.dialect() {
-        Dialect::Postgres => conn.query(
-            &format!(
-                "SELECT {COLUMNS} FROM sms WHERE id = ANY($2::bigint[]) AND {due} ORDER BY next_at FOR UPDATE SKIP LOCKED"
-            ),
-            &[
-                now.into(),
-                Value::Array(crate::sql::Array::Int(ids.iter().map(|&id| Some(id)).collect())),
-            ],
+    let dialect = conn.dialect();
+    let (among, list) = crate::sql::in_list(dialect, "id", 2, crate::sql::ids(ids));
+    let lock = match dialect {
+        Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
+        Dialect::Sqlite => "",
+    };
+    let mut params = vec![now.into()];
+    params.extend(list);
+    conn.query(
+        &format!(
+            "SELECT {COLUMNS} FROM sms WHERE {among} AND COALESCE(next_at, 9223372036854775807) <= $1 \
+             ORDER BY next_at{lock}"
         ),
-        Dialect::Sqlite => {
-            let mut params: Vec<Value> = Vec::with_capacity(ids.len() + 1);
-            params.push(now.into());
-            params.extend(ids.iter().map(|&id| Value::Int(id)));
-            conn.query(
-                &format!(
-                    "SELECT {COLUMNS} FROM sms WHERE id IN ({}) AND {due} ORDER BY next_at",
-                    crate::sql::placeholders(2, ids.len())
-                ),
-                &params,
-            )
-        }
-    }?
+        &params,
+    )?
     .iter()
     .map(from_row)
     .collect()

@@ -530,6 +530,34 @@ pub fn placeholders(first: usize, count: usize) -> String {
         .join(", ")
 }
 
+/// `column = ANY($first::type[])` on PostgreSQL (the list bound as one array: one statement
+/// text whatever its length), `column IN ($first, ...)` on SQLite; with the parameters to
+/// append for it. The list must not be empty.
+pub fn in_list(dialect: Dialect, column: &str, first: usize, list: Array) -> (String, Vec<Value>) {
+    match dialect {
+        Dialect::Postgres => (
+            format!("{column} = ANY(${first}::{})", list.sql_type()),
+            vec![Value::Array(list)],
+        ),
+        Dialect::Sqlite => {
+            let values: Vec<Value> = match list {
+                Array::Int(v) => v.into_iter().map(Value::from).collect(),
+                Array::Text(v) => v.into_iter().map(Value::from).collect(),
+                Array::Bool(v) => v.into_iter().map(Value::from).collect(),
+            };
+            (
+                format!("{column} IN ({})", placeholders(first, values.len())),
+                values,
+            )
+        }
+    }
+}
+
+/// The list of an [`in_list`] of ids.
+pub fn ids(ids: &[i64]) -> Array {
+    Array::Int(ids.iter().map(|&id| Some(id)).collect())
+}
+
 /// Rows written many to a statement: the sizes of the statements [`row_chunks`] cuts, so a
 /// handful of statement texts (each prepared once) serve any number of rows.
 const CHUNK_SIZES: [usize; 4] = [64, 16, 4, 1];
@@ -625,6 +653,16 @@ mod tests {
             "UNNEST($1::bigint[], $2::text[], $3::boolean[]) WITH ORDINALITY AS t(a, b, c, ord)"
         );
         assert_eq!(columns.into_params().len(), 3);
+    }
+
+    #[test]
+    fn in_lists_bind_one_array_on_postgres_and_one_parameter_each_on_sqlite() {
+        let (sql, params) = in_list(Dialect::Postgres, "d.id", 2, ids(&[4, 5, 6]));
+        assert_eq!(sql, "d.id = ANY($2::bigint[])");
+        assert_eq!(params, [Value::Array(ids(&[4, 5, 6]))]);
+        let (sql, params) = in_list(Dialect::Sqlite, "d.id", 2, ids(&[4, 5, 6]));
+        assert_eq!(sql, "d.id IN ($2, $3, $4)");
+        assert_eq!(params, [Value::Int(4), Value::Int(5), Value::Int(6)]);
     }
 
     #[test]

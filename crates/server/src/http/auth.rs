@@ -118,17 +118,20 @@ pub(crate) struct SendCaller {
     /// The authentication version the account was cached at, when it was taken without a
     /// read; `None` when the request read it.
     pub assumed: Option<i64>,
+    /// The client's address, whose failures count towards its lockout.
+    client: Option<std::net::IpAddr>,
 }
 
 impl SendCaller {
     /// Authenticates the request again, reading what authentication reads (a write found
-    /// the version the account was assumed at moved): its account now, or 401.
-    pub(crate) async fn confirm(state: &AppState, headers: &HeaderMap) -> AppResult<Caller> {
+    /// the version the account was assumed at moved): its account now, or 401, which
+    /// counts as a failure of the client's address.
+    pub(crate) async fn confirm(&self, state: &AppState, headers: &HeaderMap) -> AppResult<Caller> {
         let result = authenticate(headers, state).await;
         if let Err(e) = &result
             && e.code == ErrorCode::AuthError
         {
-            state.auth_guard.failed(None, state.clock.now());
+            state.auth_guard.failed(self.client, state.clock.now());
         }
         result
     }
@@ -143,18 +146,20 @@ impl FromRequestParts<AppState> for SendCaller {
             && let Some((account, version)) = state.keys.assumed(&hash_api_key(key))
             && account.status == AccountStatus::Active
         {
-            let now = state.clock.now();
-            state.auth_guard.check_client(client_of(parts), now)?;
+            let (now, client) = (state.clock.now(), client_of(parts));
+            state.auth_guard.check_client(client, now)?;
             state.limiter.admit(&state.config, &account, now)?;
             return Ok(Self {
                 account,
                 assumed: Some(version),
+                client,
             });
         }
         let caller = Caller::from_request_parts(parts, state).await?;
         Ok(Self {
             account: caller.account,
             assumed: None,
+            client: client_of(parts),
         })
     }
 }

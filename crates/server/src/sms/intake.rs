@@ -1,8 +1,8 @@
-//! What an interface asks to send ([`Outgoing`]), and outbound SMS stored in groups: the requests to send that wait for the database together
-//! are priced, debited and stored by one write ([`Coalesced`]), with the rate table's
-//! version read once, each sender resolved once per account, the debits settled together
-//! and the SMS inserted by one statement, instead of a few statements (round trips on
-//! PostgreSQL) per SMS.
+//! What an interface asks to send ([`Outgoing`]), and outbound SMS stored in groups: the
+//! requests to send that wait for the database together are priced, stored and debited by
+//! one write ([`Coalesced`]), with the rate table's version read once, each sender resolved
+//! once per account, the SMS inserted by one statement and the debits settled together,
+//! instead of a few statements (round trips on PostgreSQL) per SMS.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,7 +10,7 @@ use std::sync::Arc;
 use dialtone_domain::sms::{
     ALWAYS_ALLOWED_SENDER, Direction, Encoding, Sender, SmsStatus, TrafficType,
 };
-use dialtone_domain::{E164, Money, Sid, Timestamp};
+use dialtone_domain::{E164, Money, Timestamp};
 use dialtone_store::coalesce::{Coalesced, GroupResults};
 use dialtone_store::numbers::owned;
 use dialtone_store::rates::Rate;
@@ -133,27 +133,37 @@ impl Coalesced for Intake {
                 .sms_price
                 .checked_mul(item.parts)
                 .ok_or_else(|| AppError::internal("price overflow"))?;
-            let sid = Sid::generate();
-            if price > Money::ZERO
-                && let billing::Spend::Insufficient { balance } =
-                    billing::debit(c, item.account_id, price, "sms", sid.as_str(), item.now)?
-            {
-                results.push(Some(Err(AppError::new(
-                    ErrorCode::InsufficientCredit,
-                    format!("this SMS costs {price} cents; the credit is {balance} cents"),
-                ))));
-                continue;
-            }
-            rows.push((sid, new_sms(item, from, price), item.now));
+            rows.push((new_sms(item, from, price), item.now));
             row_of.push(i);
             results.push(None);
         }
+        // Stored first, so each debit's ledger line names its SMS's sid as stored; an SMS
+        // whose debit finds the credit short is deleted again, in this transaction.
+        let mut refused = Vec::new();
         for (i, sms) in row_of.into_iter().zip(store::insert_many(c, &rows)?) {
-            // A sid taken meanwhile (the ledger already names it): the group runs again, each
-            // SMS alone with new sids.
-            let sms = sms.ok_or_else(|| AppError::internal("an SMS's new sid was taken"))?;
-            results[i] = Some(Ok(Stored::Sms(Box::new(sms))));
+            let (item, price) = (&items[i], sms.billing_debit);
+            results[i] = Some(
+                if price > Money::ZERO
+                    && let billing::Spend::Insufficient { balance } = billing::debit(
+                        c,
+                        item.account_id,
+                        price,
+                        "sms",
+                        sms.sid.as_str(),
+                        item.now,
+                    )?
+                {
+                    refused.push(sms.id);
+                    Err(AppError::new(
+                        ErrorCode::InsufficientCredit,
+                        format!("this SMS costs {price} cents; the credit is {balance} cents"),
+                    ))
+                } else {
+                    Ok(Stored::Sms(Box::new(sms)))
+                },
+            );
         }
+        store::delete_new(c, &refused)?;
         Ok(results
             .into_iter()
             .map(|r| r.unwrap_or_else(|| Err(AppError::internal("an SMS of the group was lost"))))

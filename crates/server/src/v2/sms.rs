@@ -239,7 +239,7 @@ pub(crate) async fn send(
                 Some(sms) => sms,
                 // Authentication changed since the account was cached: read it again.
                 None => {
-                    let confirmed = SendCaller::confirm(&state, &headers).await?;
+                    let confirmed = caller.confirm(&state, &headers).await?;
                     sms::send(&state, &confirmed.account, out).await?
                 }
             }

@@ -81,24 +81,12 @@ pub fn owners_of(
     if e164s.is_empty() {
         return Ok(out);
     }
-    let rows = match conn.dialect() {
-        crate::Dialect::Postgres => conn.query(
-            "SELECT e164, account_id FROM numbers WHERE e164 = ANY($1::text[])",
-            &[crate::Value::Array(crate::sql::Array::Text(
-                e164s.iter().cloned().map(Some).collect(),
-            ))],
-        )?,
-        crate::Dialect::Sqlite => {
-            let params: Vec<crate::Value> = e164s.iter().map(Into::into).collect();
-            conn.query(
-                &format!(
-                    "SELECT e164, account_id FROM numbers WHERE e164 IN ({})",
-                    crate::sql::placeholders(1, params.len())
-                ),
-                &params,
-            )?
-        }
-    };
+    let list = crate::sql::Array::Text(e164s.iter().cloned().map(Some).collect());
+    let (among, params) = crate::sql::in_list(conn.dialect(), "e164", 1, list);
+    let rows = conn.query(
+        &format!("SELECT e164, account_id FROM numbers WHERE {among}"),
+        &params,
+    )?;
     for r in rows {
         out.insert(r.text(0)?, r.opt_int(1)?);
     }
