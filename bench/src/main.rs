@@ -348,6 +348,7 @@ async fn runs(
         .to_owned();
     let path = format!("/v2.0/actions/{sid}/runs");
     let t0 = Instant::now();
+    let (cpu0, pg0) = (srv.cpu_ms()?, nodes::postgres_cpu_ms());
     let r = load_with_args(srv, key, args, move || {
         load::Req::post_owned(path.clone(), r#"{"variables":{"$n":3}}"#)
     })
@@ -362,6 +363,16 @@ async fn runs(
         "  10-step runs completed: {done} in {took:.2} s = {:.0} runs/s end to end",
         done as f64 / took
     );
+    println!(
+        "  server CPU per run, request and steps: {:.0} us",
+        cpu_per(srv, cpu0, u64::try_from(done).unwrap_or(0))?
+    );
+    if args.database_url.is_some() {
+        println!(
+            "  PostgreSQL CPU per run: {:.0} us",
+            (nodes::postgres_cpu_ms() - pg0) * 1000.0 / done.max(1) as f64
+        );
+    }
     if let Some(p) = ping {
         println!(
             "  = {:.1}% of the ping rate in the same run",

@@ -11,6 +11,7 @@ use axum::extract::DefaultBodyLimit;
 use dialtone_carrier::Simulated;
 use dialtone_carrier::smpp::SmppConfig;
 use dialtone_domain::Clock;
+use dialtone_store::coalesce::Coalescer;
 use dialtone_store::{Store, StoreOptions, migrate};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -75,12 +76,11 @@ impl Application {
         let sms_hints = Arc::new(crate::sms::due_hints::DueHints::for_database(
             store.dialect(),
         ));
-        let sms_intake = dialtone_store::coalesce::Coalescer::new(store.clone());
-        let run_starts = dialtone_store::coalesce::Coalescer::new(store.clone());
         let state = AppState::new(Shared {
+            sms_intake: Coalescer::new(store.clone()),
+            run_starts: Coalescer::new(store.clone()),
+            step_saves: Coalescer::new(store.clone()),
             store,
-            sms_intake,
-            run_starts,
             clock,
             config: Arc::new(config),
             metrics: Arc::new(Metrics::default()),
@@ -102,6 +102,7 @@ impl Application {
             transcriptions: crate::share::Share::new(1),
             engine: scenarios::Engine::start(config_threads())?,
             parsed: Arc::new(scenarios::ParsedCache::default()),
+            known_scenarios: Arc::default(),
             rates: Arc::default(),
             keys: Arc::default(),
             limiter: Arc::default(),

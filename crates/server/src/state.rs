@@ -68,6 +68,9 @@ pub struct Shared {
     /// Creates the runs started through the API at the same time together (see
     /// `scenarios::runs`).
     pub(crate) run_starts: dialtone_store::coalesce::Coalescer<crate::scenarios::runs::ApiStart>,
+    /// Saves together the steps of runs that change nothing but their run (see
+    /// `scenarios::saves`).
+    pub(crate) step_saves: dialtone_store::coalesce::Coalescer<crate::scenarios::saves::LoneSave>,
     /// The SMS this node knows to be due, claimed by id (see `sms::due_hints`).
     pub(crate) sms_hints: Arc<crate::sms::due_hints::DueHints>,
     /// HTTP client of webhook deliveries.
@@ -94,6 +97,8 @@ pub struct Shared {
     pub engine: crate::scenarios::Engine,
     /// Scenario scripts kept parsed.
     pub parsed: Arc<crate::scenarios::ParsedCache>,
+    /// Scenarios this node read lately, for runs started without reading them again.
+    pub(crate) known_scenarios: Arc<crate::scenarios::known::KnownScenarios>,
     /// The rate table in memory (every SMS is priced).
     pub rates: Arc<dialtone_store::rates::RateCache>,
     /// The accounts behind API keys, in memory while no account's settings changed (every

@@ -268,6 +268,94 @@ pub fn save(
     Ok(n == 1)
 }
 
+/// A step to save with [`save_many`]: the run, the version its step was made from, what the
+/// step changes, and when.
+#[derive(Debug, Clone)]
+pub struct StepSave<'a> {
+    /// The run's internal key.
+    pub id: i64,
+    /// The version the step was made from.
+    pub version: i64,
+    /// What the step changes.
+    pub progress: Progress<'a>,
+    /// When.
+    pub now: Timestamp,
+}
+
+/// [`save`] for many runs at once: on PostgreSQL one statement for any number (the values
+/// bound as arrays), on SQLite one statement each. Whether each was saved, in order. A run
+/// given twice is saved at most once: its later steps are refused (their driver reads it
+/// again), since one statement cannot tell which of them it applied.
+pub fn save_many(conn: &mut dyn Conn, saves: &[StepSave<'_>]) -> Result<Vec<bool>, DbError> {
+    use std::collections::HashSet;
+
+    use crate::sql::Columns;
+    let mut seen = HashSet::with_capacity(saves.len());
+    let first: Vec<bool> = saves.iter().map(|s| seen.insert(s.id)).collect();
+    if conn.dialect() == Dialect::Sqlite {
+        return saves
+            .iter()
+            .zip(&first)
+            .map(|(s, &first)| {
+                if first {
+                    save(conn, s.id, s.version, &s.progress, s.now)
+                } else {
+                    Ok(false)
+                }
+            })
+            .collect();
+    }
+    let taken: Vec<&StepSave<'_>> = saves
+        .iter()
+        .zip(&first)
+        .filter(|&(_, &first)| first)
+        .map(|(s, _)| s)
+        .collect();
+    if taken.is_empty() {
+        return Ok(Vec::new());
+    }
+    let text = |f: fn(&StepSave<'_>) -> Option<String>| taken.iter().map(move |s| f(s));
+    let int = |f: fn(&StepSave<'_>) -> Option<i64>| taken.iter().map(move |s| f(s));
+    let columns = Columns::new()
+        .int("id", int(|s| Some(s.id)))
+        .int("version", int(|s| Some(s.version)))
+        .text(
+            "status",
+            text(|s| Some(s.progress.status.as_str().to_owned())),
+        )
+        .text("state", text(|s| s.progress.state.map(str::to_owned)))
+        .text("variables", text(|s| Some(s.progress.variables.to_owned())))
+        .text("log", text(|s| Some(s.progress.log.to_owned())))
+        .text("error", text(|s| s.progress.error.map(str::to_owned)))
+        .text("pending", text(|s| Some(s.progress.pending.to_owned())))
+        .int(
+            "next_at",
+            int(|s| s.progress.next_at.map(Timestamp::millis)),
+        )
+        .int(
+            "ended",
+            int(|s| s.progress.status.is_final().then_some(s.now.millis())),
+        )
+        .int("updated", int(|s| Some(s.now.millis())));
+    let sql = format!(
+        "UPDATE runs SET status = u.status, state = u.state, variables = u.variables, log = u.log, \
+         error = u.error, pending = u.pending, next_at = u.next_at, ended = COALESCE(runs.ended, u.ended), \
+         updated = u.updated, version = runs.version + 1 \
+         FROM {} WHERE runs.id = u.id AND runs.version = u.version RETURNING runs.id",
+        columns.unnest("u", 1)
+    );
+    let saved: HashSet<i64> = conn
+        .query(&sql, &columns.into_params())?
+        .iter()
+        .map(|r| r.int(0))
+        .collect::<Result<_, _>>()?;
+    Ok(saves
+        .iter()
+        .zip(first)
+        .map(|(s, first)| first && saved.contains(&s.id))
+        .collect())
+}
+
 /// Runs whose timer is due, leased for `lease_ms` so that one node takes each.
 pub fn claim_due(
     conn: &mut dyn Conn,

@@ -29,14 +29,19 @@ pub(crate) struct Caller {
 impl Caller {
     /// 403 `account_suspended` unless the account may spend.
     pub(crate) fn ensure_may_spend(&self) -> AppResult<()> {
-        if self.account.status == AccountStatus::Suspended {
-            return Err(AppError::new(
-                ErrorCode::AccountSuspended,
-                "the account is suspended: reads work, spending is refused",
-            ));
-        }
-        Ok(())
+        may_spend(&self.account)
     }
+}
+
+/// 403 `account_suspended` unless `account` may spend.
+pub(crate) fn may_spend(account: &Account) -> AppResult<()> {
+    if account.status == AccountStatus::Suspended {
+        return Err(AppError::new(
+            ErrorCode::AccountSuspended,
+            "the account is suspended: reads work, spending is refused",
+        ));
+    }
+    Ok(())
 }
 
 /// A credential as presented, before it is checked.

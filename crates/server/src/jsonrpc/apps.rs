@@ -114,6 +114,7 @@ pub(super) async fn edit(call: &Call<'_>) -> Result<Value, RpcError> {
         crate::scenarios::validate::validate(call.state, call.caller.account.id, s).await?;
     }
     let (account, now) = (call.caller.account.id, call.state.clock.now());
+    call.state.known_scenarios.forget(account, sid.as_str());
     let s = call
         .state
         .store
@@ -127,6 +128,7 @@ pub(super) async fn edit(call: &Call<'_>) -> Result<Value, RpcError> {
 pub(super) async fn delete(call: &Call<'_>) -> Result<Value, RpcError> {
     let sid = sid_of(call, 0)?;
     let account = call.caller.account.id;
+    call.state.known_scenarios.forget(account, sid.as_str());
     if call
         .state
         .store

@@ -7,47 +7,25 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 
-use dialtone_actions::{Limits, Outcome, Step, resume, start, start_branch};
+use dialtone_actions::{Limits, Step, resume, start, start_branch};
 use dialtone_domain::Timestamp;
 use dialtone_domain::call::{HangupSource, NORMAL_CLEARING};
 use dialtone_domain::run::{RunKind, RunStatus};
 use dialtone_store::calls;
 use dialtone_store::runs::{self, Progress, Run};
 use dialtone_store::{Conn, DbError};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::commands::{self, CommitOutput, Scope};
 use super::pending::{self, Pending};
+pub(crate) use super::saves::Corrupt;
+use super::saves::{StepValues, ValuesError, lone_save, step_values};
 use super::stored::{Stored, Trigger};
 use super::{dialing, prompts, settle};
 use crate::state::AppState;
 
 /// Most triggers one drive handles before it gives up (a guard against event loops).
 const MAX_TRIGGERS: usize = 1_000;
-/// Most log lines kept per run.
-const MAX_LOG: usize = 1_000;
-/// Longest log line kept (characters; longer ones are cut).
-const MAX_LOG_MESSAGE: usize = 1_024;
-/// Most bytes of log kept per run (the oldest lines go first).
-const MAX_LOG_BYTES: usize = 64 * 1024;
-
-/// `text` cut to `max` characters (with an ellipsis when cut).
-fn truncated(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_owned(),
-    }
-}
-
-/// A run's stored state that does not read back: the run fails with this, loudly, instead
-/// of waiting forever on waits it lost.
-#[derive(Debug, thiserror::Error)]
-#[error("the run's stored {what} cannot be read")]
-pub(crate) struct Corrupt {
-    what: &'static str,
-    #[source]
-    source: serde_json::Error,
-}
 
 /// Drives a run through `triggers` and whatever they cause.
 pub(crate) fn drive(
@@ -102,13 +80,28 @@ fn drive_from(
                 Err(Failure::Other(e)) => return Err(e),
             };
             let moved = moved_by(&trigger);
+            let answered = trigger == Trigger::Answer;
+            let now = state.clock.now();
+            let max_state = state.config.max_run_state_bytes;
+            let outside = answered || moved.is_some();
+            match save_lone(&state, &run, step.as_ref(), outside, now).await {
+                Ok(Some(true)) => continue,
+                // Someone else saved the run meanwhile: read it again and retry.
+                Ok(Some(false)) => {
+                    queue.push_front(trigger);
+                    continue;
+                }
+                Ok(None) => {}
+                Err(Failure::Corrupt(e)) => return fail_corrupt(&state, &run, e).await,
+                Err(Failure::Other(e)) => return Err(e),
+            }
             let input = CommitInput {
                 run: run.clone(),
                 step,
-                answered: trigger == Trigger::Answer,
+                answered,
                 moved,
-                now: state.clock.now(),
-                max_state: state.config.max_run_state_bytes,
+                now,
+                max_state,
                 networks: state.networks.clone(),
             };
             let out = match state
@@ -155,6 +148,29 @@ fn drive_from(
         }
         Ok(())
     })
+}
+
+/// Saves a step that changes nothing but its run with the others of its kind (see
+/// `saves`): whether it was saved, None when the step needs the whole commit.
+async fn save_lone(
+    state: &AppState,
+    run: &Run,
+    step: Option<&Step>,
+    outside: bool,
+    now: dialtone_domain::Timestamp,
+) -> Result<Option<bool>, Failure> {
+    let save = match lone_save(run, step, outside, state.config.max_run_state_bytes, now) {
+        Ok(Some(save)) => save,
+        Ok(None) => return Ok(None),
+        Err(ValuesError::Corrupt(e)) => return Err(Failure::Corrupt(e)),
+        Err(ValuesError::Db(e)) => return Err(Failure::Other(e.into())),
+    };
+    match state.step_saves.run(save).await {
+        Ok(saved) => Ok(Some(saved)),
+        Err(e) => Err(Failure::Other(
+            anyhow::Error::new(e).context(format!("run {}: saving a step", run.sid)),
+        )),
+    }
 }
 
 /// What a run takes before `trigger` (which then waits at the front of the queue): its
@@ -374,35 +390,13 @@ enum CommitError {
     Db(#[from] DbError),
 }
 
-fn status_of(outcome: &Outcome) -> (RunStatus, Option<String>) {
-    match outcome {
-        Outcome::Waiting => (RunStatus::Running, None),
-        Outcome::Completed => (RunStatus::Completed, None),
-        Outcome::Stopped => (RunStatus::Stopped, None),
-        Outcome::Failed { error } => (RunStatus::Failed, Some(error.clone())),
+impl From<ValuesError> for CommitError {
+    fn from(e: ValuesError) -> Self {
+        match e {
+            ValuesError::Corrupt(c) => Self::Corrupt(c),
+            ValuesError::Db(d) => Self::Db(d),
+        }
     }
-}
-
-/// The run's log with a step's lines added, within the line, size and count bounds.
-fn appended_log(run: &Run, step: &Step) -> Result<String, Corrupt> {
-    let mut log: Vec<Value> = serde_json::from_str(&run.log).map_err(|source| Corrupt {
-        what: "log",
-        source,
-    })?;
-    for entry in &step.log {
-        let message = truncated(&entry.message, MAX_LOG_MESSAGE);
-        log.push(json!({"at": entry.at, "level": entry.level, "message": message}));
-    }
-    if log.len() > MAX_LOG {
-        log.drain(..log.len() - MAX_LOG);
-    }
-    let mut text = Value::Array(log.clone()).to_string();
-    while text.len() > MAX_LOG_BYTES && !log.is_empty() {
-        let drop = (log.len() / 4).max(1);
-        log.drain(..drop);
-        text = Value::Array(log.clone()).to_string();
-    }
-    Ok(text)
 }
 
 /// Tells the run's waits what the outside world did.
@@ -459,33 +453,13 @@ fn commit(c: &mut dyn Conn, input: &CommitInput) -> Result<Option<CommitOutput>,
         pending::remove_first_answer(&mut waits);
     }
     let mut out = CommitOutput::default();
-    let (status, error, state_json, variables, log) = match &step {
-        Some(step) => {
-            let (mut status, mut error) = status_of(&step.outcome);
-            let mut state_json = serde_json::to_string(&Stored::Running(step.state.clone()))
-                .map_err(|e| DbError::Other(format!("a run's state does not serialize: {e}")))?;
-            let mut variables = Value::Object(step.state.variables()).to_string();
-            let log = appended_log(run, step)?;
-            // A run that grew past its bound fails, keeping what it had before this step.
-            let size = state_json.len() + variables.len();
-            if size > max_state {
-                status = RunStatus::Failed;
-                error = Some(format!(
-                    "the run's state and variables would take {size} bytes: the limit is {max_state}"
-                ));
-                state_json = run.state.clone().unwrap_or_default();
-                variables = run.variables.clone();
-            }
-            (status, error, Some(state_json), variables, log)
-        }
-        None => (
-            RunStatus::Running,
-            run.error.clone(),
-            run.state.clone(),
-            run.variables.clone(),
-            run.log.clone(),
-        ),
-    };
+    let StepValues {
+        status,
+        error,
+        state: state_json,
+        variables,
+        log,
+    } = step_values(run, step.as_ref(), max_state)?;
     let mut scope = Scope {
         run,
         call: &mut call,

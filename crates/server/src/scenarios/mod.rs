@@ -6,10 +6,10 @@
 //! restart; a step's outside work (network actions, SMS, HTTP) happens only after the step
 //! that asked for it is committed.
 //!
-//! Layout: [`driver`] moves a run step by step; [`commands`] is what each command does,
+//! Layout: [`driver`] moves a run step by step, [`saves`] what a step saves in its run; [`commands`] is what each command does,
 //! with [`prompts`] (say, play, gather, record) and [`dialing`] (dial); [`settle`] ends the
 //! waits that are over; [`pending`] the waits; [`stored`] the stored state and the triggers;
-//! [`runs`] creates runs; [`inbound_call`] and [`call_events`] are calls coming in and what
+//! [`runs`] creates runs (through the API, with the scenarios [`known`] to this node); [`inbound_call`] and [`call_events`] are calls coming in and what
 //! their networks report; [`hangup`] the end of a call; [`sms_action`] and [`fetch`] the
 //! outside work of `sms@v1` and `fetch@v1`.
 
@@ -21,10 +21,12 @@ pub(crate) mod engine;
 pub(crate) mod fetch;
 pub(crate) mod hangup;
 pub(crate) mod inbound_call;
+pub(crate) mod known;
 pub(crate) mod parsed;
 pub(crate) mod pending;
 pub(crate) mod prompts;
 pub(crate) mod runs;
+pub(crate) mod saves;
 pub(crate) mod scope;
 pub(crate) mod settle;
 pub(crate) mod sms_action;

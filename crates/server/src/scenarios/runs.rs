@@ -8,7 +8,7 @@ use dialtone_domain::{Sid, Timestamp};
 use dialtone_store::calls::Call;
 use dialtone_store::coalesce::{Coalesced, GroupResults};
 use dialtone_store::runs::{self, NewRun, Run, StartedRun};
-use dialtone_store::{Conn, scenarios};
+use dialtone_store::{Conn, scenarios, sql};
 use serde_json::{Value, json};
 
 use super::parsed::ParsedCache;
@@ -112,20 +112,111 @@ pub(crate) struct ApiStart {
     pub max_running: i64,
     pub account_id: i64,
     pub scenario: scenarios::Scenario,
+    /// The scenario was taken from this node's cache (`super::known`) without a read: the
+    /// group checks that it is still stored so, else the run is not created
+    /// ([`ApiStarted::ScenarioChanged`]) and the caller reads it again.
+    pub scenario_kept: bool,
+    /// The authentication version the account was taken at without a read (see
+    /// `KeyCache::assumed`): when the database's is another, the run is not created
+    /// ([`ApiStarted::AuthChanged`]) and the caller authenticates again. `None`: the request
+    /// read it.
+    pub auth_version: Option<i64>,
     pub input: serde_json::Map<String, Value>,
     pub lease: Timestamp,
     pub now: Timestamp,
 }
 
+/// What became of a run started through the API.
+#[derive(Debug)]
+pub(crate) enum ApiStarted {
+    /// Created, leased to this node: the caller drives it.
+    Run(Box<Run>),
+    /// Not created: what authentication reads changed since the account was taken without
+    /// a read (a key revoked, an account suspended, on any node).
+    AuthChanged,
+    /// Not created: the scenario kept by this node was changed or deleted since.
+    ScenarioChanged,
+}
+
+/// What the group's first statement reads: the authentication version and, for the
+/// scenarios its requests took from the cache, their name and script as stored now.
+struct Current {
+    auth_version: i64,
+    scenarios: HashMap<i64, (String, String)>,
+}
+
+/// The group's first round trip: the authentication version, with the kept scenarios joined
+/// (a scenario deleted since is simply not there).
+fn current(c: &mut dyn Conn, items: &[ApiStart]) -> Result<Current, AppError> {
+    let mut kept: Vec<i64> = items
+        .iter()
+        .filter(|i| i.scenario_kept)
+        .map(|i| i.scenario.id)
+        .collect();
+    kept.sort_unstable();
+    kept.dedup();
+    if kept.is_empty() {
+        let v = c.query_one(
+            "SELECT version FROM auth_version",
+            dialtone_store::params![],
+        )?;
+        return Ok(Current {
+            auth_version: v.int(0)?,
+            scenarios: HashMap::new(),
+        });
+    }
+    let (filter, params) = sql::in_list(c.dialect(), "s.id", 1, sql::ids(&kept));
+    let rows = c.query(
+        &format!(
+            "SELECT v.version, s.id, s.name, s.script FROM auth_version v \
+             LEFT JOIN scenarios s ON {filter}"
+        ),
+        &params,
+    )?;
+    let mut current = Current {
+        auth_version: 0,
+        scenarios: HashMap::new(),
+    };
+    for row in rows {
+        current.auth_version = row.int(0)?;
+        if let Some(id) = row.opt_int(1)? {
+            current.scenarios.insert(id, (row.text(2)?, row.text(3)?));
+        }
+    }
+    Ok(current)
+}
+
+impl ApiStart {
+    /// Why this request cannot be created as it is, against what the group read.
+    fn stale(&self, current: &Current) -> Option<ApiStarted> {
+        if self.auth_version.is_some_and(|v| v != current.auth_version) {
+            return Some(ApiStarted::AuthChanged);
+        }
+        let same = |(name, script): &(String, String)| {
+            *name == self.scenario.name && *script == self.scenario.script
+        };
+        if self.scenario_kept && !current.scenarios.get(&self.scenario.id).is_some_and(same) {
+            return Some(ApiStarted::ScenarioChanged);
+        }
+        None
+    }
+}
+
 impl Coalesced for ApiStart {
-    type Output = Run;
+    type Output = ApiStarted;
     type Error = AppError;
 
     fn run_all(c: &mut dyn Conn, items: &[Self]) -> GroupResults<Self> {
+        let current = current(c, items)?;
         let mut held: HashMap<i64, i64> = HashMap::new();
-        let mut results: Vec<Option<Result<Run, AppError>>> = Vec::with_capacity(items.len());
+        let mut results: Vec<Option<Result<ApiStarted, AppError>>> =
+            Vec::with_capacity(items.len());
         let mut admitted = Vec::new();
         for item in items {
+            if let Some(stale) = item.stale(&current) {
+                results.push(Some(Ok(stale)));
+                continue;
+            }
             let count = match held.get(&item.account_id) {
                 Some(n) => *n,
                 None => quotas::held(c, Quota::RunningRuns, item.account_id)?,
@@ -161,7 +252,7 @@ impl Coalesced for ApiStart {
             })
             .collect();
         for (i, run) in admitted.into_iter().zip(insert(c, &starts)?) {
-            results[i] = Some(Ok(run));
+            results[i] = Some(Ok(ApiStarted::Run(Box::new(run))));
         }
         Ok(results
             .into_iter()

@@ -4,7 +4,7 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use dialtone_domain::Sid;
 use dialtone_domain::run::{RunKind, RunStatus};
 use dialtone_store::numbers::owned;
@@ -17,10 +17,11 @@ use utoipa::{IntoParams, ToSchema};
 use super::common::{NameCreatedUpdated, SortOrder, paging, path_sid};
 use super::numbers::path_number;
 use crate::error::{AppError, AppResult};
-use crate::http::auth::Caller;
+use crate::http::auth::{Caller, SendCaller, may_spend};
 use crate::http::extract::{Checks, JsonBody, QueryString, optional_json_body};
 use crate::http::search::{SearchResult, page};
 use crate::scenarios::driver::{drive, drive_new};
+use crate::scenarios::runs::{ApiStart, ApiStarted};
 use crate::scenarios::stored::Trigger;
 use crate::state::AppState;
 
@@ -271,6 +272,7 @@ pub(crate) async fn update(
         crate::scenarios::validate::validate(&state, caller.account.id, script).await?;
     }
     let (account, now) = (caller.account.id, state.clock.now());
+    state.known_scenarios.forget(account, sid.as_str());
     let s = state
         .store
         .write(move |c| {
@@ -298,6 +300,7 @@ pub(crate) async fn delete(
 ) -> AppResult<StatusCode> {
     let sid = path_sid(&sid, "scenario")?;
     let account = caller.account.id;
+    state.known_scenarios.forget(account, sid.as_str());
     if state
         .store
         .write(move |c| scenarios::delete(c, account, &sid))
@@ -434,13 +437,32 @@ pub(crate) fn run_view(r: &Run) -> RunView {
     }
 }
 
-/// Starts the `api-initiated` branch of a scenario; the run goes on in the background.
+/// Starts the `api-initiated` branch of a scenario the request read; the run goes on in the
+/// background.
 pub(crate) async fn start_run(
     state: &AppState,
     account: i64,
     s: Scenario,
     variables: serde_json::Map<String, Value>,
 ) -> AppResult<RunStarted> {
+    match start_as(state, account, s, false, None, variables).await? {
+        ApiStarted::Run(run) => Ok(launch(state, *run)),
+        ApiStarted::AuthChanged | ApiStarted::ScenarioChanged => Err(AppError::internal(
+            "a run started from what the request read was found stale",
+        )),
+    }
+}
+
+/// Creates a run of the scenario's `api-initiated` branch (see `ApiStart` for `kept` and
+/// `auth_version`, taken without a read and checked by the write).
+async fn start_as(
+    state: &AppState,
+    account: i64,
+    s: Scenario,
+    kept: bool,
+    auth_version: Option<i64>,
+    variables: serde_json::Map<String, Value>,
+) -> AppResult<ApiStarted> {
     let parsed = state.parsed.get(&s.script).map_err(AppError::internal)?;
     if !parsed.has_branch("api-initiated") {
         return Err(AppError::invalid(
@@ -449,17 +471,23 @@ pub(crate) async fn start_run(
         ));
     }
     let now = state.clock.now();
-    let run = state
+    state
         .run_starts
-        .run(crate::scenarios::runs::ApiStart {
+        .run(ApiStart {
             max_running: state.config.quota_running_runs,
             account_id: account,
             scenario: s,
+            scenario_kept: kept,
+            auth_version,
             input: variables,
             lease: now.plus_ms(30_000),
             now,
         })
-        .await?;
+        .await
+}
+
+/// Drives a run just created in the background, and answers with it.
+fn launch(state: &AppState, run: Run) -> RunStarted {
     let started = RunStarted {
         run_id: run.sid.to_string(),
         scenario: run.scenario_sid.clone(),
@@ -473,7 +501,45 @@ pub(crate) async fn start_run(
             tracing::warn!(run = %sid, error = %format!("{e:#}"), "a run could not advance");
         }
     });
-    Ok(started)
+    started
+}
+
+/// The account's scenario for a run, from this node's cache when kept there (the write
+/// checks it), else read and kept; with whether it came from the cache.
+async fn scenario_for_run(
+    state: &AppState,
+    account: i64,
+    sid: &Sid,
+) -> AppResult<(Scenario, bool)> {
+    if let Some(s) = state.known_scenarios.get(account, sid.as_str()) {
+        return Ok((s, true));
+    }
+    let sid = sid.clone();
+    let s = state
+        .store
+        .read(move |c| scenarios::get(c, account, &sid))
+        .await?
+        .ok_or_else(|| AppError::not_found("scenario"))?;
+    state.known_scenarios.keep(&s);
+    Ok((s, false))
+}
+
+/// `e`, the answer of a request refused on what is stored (a scenario not found, a script
+/// without the branch), once the request is authenticated when it assumed its account: a
+/// revoked key learns nothing stored since its revocation (it gets 401 instead).
+async fn refused(
+    state: &AppState,
+    caller: &SendCaller,
+    headers: &HeaderMap,
+    assumed: Option<i64>,
+    e: AppError,
+) -> AppError {
+    if assumed.is_some()
+        && let Err(auth) = caller.confirm(state, headers).await
+    {
+        return auth;
+    }
+    e
 }
 
 /// Run the scenario's `api-initiated` branch.
@@ -481,13 +547,20 @@ pub(crate) async fn start_run(
     request_body(content = RunStart, description = "optional: an empty body starts the run with the script's variables"), responses((status = 202, description = "started", body = RunStarted)))]
 pub(crate) async fn run(
     State(state): State<AppState>,
-    caller: Caller,
+    caller: SendCaller,
+    headers: HeaderMap,
     Path(sid): Path<String>,
     body: axum::body::Bytes,
 ) -> AppResult<(StatusCode, Json<RunStarted>)> {
+    let sid = path_sid(&sid, "scenario")?;
+    let mut account = caller.account.clone();
+    let mut assumed = caller.assumed;
     // Another account's scenario is not found before its body is read.
-    let s = find(&state, caller.account.id, &sid).await?;
-    caller.ensure_may_spend()?;
+    let (mut s, mut kept) = match scenario_for_run(&state, account.id, &sid).await {
+        Ok(found) => found,
+        Err(e) => return Err(refused(&state, &caller, &headers, assumed, e).await),
+    };
+    may_spend(&account)?;
     let input: RunStart = optional_json_body(&body)?;
     let mut checks = Checks::default();
     let variables = input.variables.unwrap_or_default();
@@ -497,8 +570,42 @@ pub(crate) async fn run(
         }
     }
     checks.finish()?;
-    let started = start_run(&state, caller.account.id, s, variables).await?;
-    Ok((StatusCode::ACCEPTED, Json(started)))
+    // Each stale answer reads what it found stale; the third try assumes nothing.
+    for _ in 0..3 {
+        let started = start_as(
+            &state,
+            account.id,
+            s.clone(),
+            kept,
+            assumed,
+            variables.clone(),
+        )
+        .await;
+        let started = match started {
+            Ok(started) => started,
+            Err(e) => return Err(refused(&state, &caller, &headers, assumed, e).await),
+        };
+        match started {
+            ApiStarted::Run(run) => return Ok((StatusCode::ACCEPTED, Json(launch(&state, *run)))),
+            ApiStarted::AuthChanged => {
+                let confirmed = caller.confirm(&state, &headers).await?;
+                may_spend(&confirmed.account)?;
+                assumed = None;
+                if confirmed.account.id != account.id {
+                    state.known_scenarios.forget(account.id, sid.as_str());
+                    (s, kept) = scenario_for_run(&state, confirmed.account.id, &sid).await?;
+                }
+                account = confirmed.account;
+            }
+            ApiStarted::ScenarioChanged => {
+                state.known_scenarios.forget(account.id, sid.as_str());
+                (s, kept) = scenario_for_run(&state, account.id, &sid).await?;
+            }
+        }
+    }
+    Err(AppError::internal(
+        "a run start was found stale three times",
+    ))
 }
 
 async fn find_run(state: &AppState, account: i64, sid: &str, run: &str) -> AppResult<Run> {

@@ -13,6 +13,7 @@ both_backends!(
     scenarios_are_validated_with_line_and_column,
     scenario_crud_search_and_attachments,
     an_api_run_computes_sends_sms_and_fetches,
+    runs_start_from_the_scenario_as_stored_now,
     a_waiting_run_survives_a_restart_and_can_be_stopped,
     a_run_whose_stored_waits_are_unreadable_fails_instead_of_hanging,
     an_inbound_sms_runs_the_attached_scenario,
@@ -59,6 +60,55 @@ async fn finished_run(app: &TestApp, acct: &TestAccount, sid: &str, run: &str) -
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     panic!("the run did not finish");
+}
+
+/// `$v = 'value'` on the `api-initiated` branch.
+fn sets(value: &str) -> String {
+    format!(
+        "branches:\n  api-initiated:\n    actions:\n      - action: javascript@v1\n        params: {{ code: \"$v = '{value}'\" }}\n"
+    )
+}
+
+/// A node keeps the scenarios it read and starts runs without reading them again: a change
+/// or a deletion made through another node (another process on the same database) must
+/// still hold from this node's next run.
+async fn runs_start_from_the_scenario_as_stored_now(app: TestApp) {
+    let acct = app.account().await;
+    let sid = scenario(&app, &acct, &sets("one")).await;
+    let start = || async {
+        let (status, started) =
+            send(app.req(&acct, Method::POST, &format!("/v2.0/actions/{sid}/runs"))).await;
+        assert_eq!(status, 202, "{started}");
+        let run = started["runId"].as_str().unwrap().to_owned();
+        let r = finished_run(&app, &acct, &sid, &run).await;
+        assert_eq!(r["status"], "completed", "{r}");
+        r["variables"]["$v"].clone()
+    };
+    assert_eq!(start().await, "one");
+    assert_eq!(start().await, "one");
+    let (other, _node) = app.second_node().await;
+    let there = |method: Method, path: &str| {
+        app.client
+            .request(method, format!("{other}{path}"))
+            .header("x-api-key", &acct.api_key)
+    };
+    let (status, body) = send(
+        there(Method::PATCH, &format!("/v2.0/actions/{sid}")).json(&json!({"script": sets("two")})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(start().await, "two");
+    let (status, body) = send(
+        there(Method::PATCH, &format!("/v2.0/actions/{sid}")).json(&json!({"name": "renamed"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(start().await, "two");
+    let (status, _) = send(there(Method::DELETE, &format!("/v2.0/actions/{sid}"))).await;
+    assert_eq!(status, 204);
+    let (status, body) =
+        send(app.req(&acct, Method::POST, &format!("/v2.0/actions/{sid}/runs"))).await;
+    assert_error(status, &body, 404, "not_found");
 }
 
 async fn scenarios_are_validated_with_line_and_column(app: TestApp) {

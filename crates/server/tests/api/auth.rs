@@ -250,6 +250,22 @@ async fn changes_on_another_node_apply_from_the_next_request(app: TestApp) {
     };
     let (status, body) = send(sms(&acct)).await;
     assert_eq!(status, 202, "{body}");
+    // A scenario this node keeps, as it keeps the key: runs start without reading either.
+    let scenario = crate::actions::scenario(
+        &app,
+        &acct,
+        "branches:\n  api-initiated:\n    actions:\n      - action: log@v1\n        params: { message: hi }\n",
+    )
+    .await;
+    let run = |acct: &TestAccount| {
+        app.req(
+            acct,
+            Method::POST,
+            &format!("/v2.0/actions/{scenario}/runs"),
+        )
+    };
+    let (status, body) = send(run(&acct)).await;
+    assert_eq!(status, 202, "{body}");
     let (other, _node) = app.second_node().await;
     let admin = |method: Method, path: &str| {
         app.client
@@ -263,6 +279,17 @@ async fn changes_on_another_node_apply_from_the_next_request(app: TestApp) {
         send(admin(Method::PATCH, &path).json(&json!({"status": "suspended"}))).await;
     assert_eq!(status, 200, "{body}");
     let (status, body) = send(sms(&acct)).await;
+    assert_error(status, &body, 403, "account_suspended");
+    // Active again there, used here (each refusal above read the account again, so it is
+    // cached active again here), suspended there once more: a run is refused here too.
+    let (status, body) = send(admin(Method::PATCH, &path).json(&json!({"status": "active"}))).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = send(run(&acct)).await;
+    assert_eq!(status, 202, "{body}");
+    let (status, body) =
+        send(admin(Method::PATCH, &path).json(&json!({"status": "suspended"}))).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = send(run(&acct)).await;
     assert_error(status, &body, 403, "account_suspended");
     let (status, body) = send(admin(Method::PATCH, &path).json(&json!({"status": "active"}))).await;
     assert_eq!(status, 200, "{body}");
@@ -284,6 +311,9 @@ async fn changes_on_another_node_apply_from_the_next_request(app: TestApp) {
     )
     .await;
     assert_eq!(status, 200);
+    // The old key used once more here, so this node holds it at the current version.
+    let (status, _) = send(app.req(&acct, Method::GET, "/v2.0/ping")).await;
+    assert_eq!(status, 200);
     let key_id = &acct.api_key[..11];
     let (status, _) = send(admin(
         Method::DELETE,
@@ -291,6 +321,12 @@ async fn changes_on_another_node_apply_from_the_next_request(app: TestApp) {
     ))
     .await;
     assert_eq!(status, 204);
+    // A run of no scenario first: the key is taken as cached, and the 404 it would have
+    // earned is not answered to a revoked key. Then a run: the normal path refuses it.
+    let (status, body) = send(app.req(&acct, Method::POST, "/v2.0/actions/zzzzzzzz/runs")).await;
+    assert_error(status, &body, 401, "auth_error");
+    let (status, body) = send(run(&acct)).await;
+    assert_error(status, &body, 401, "auth_error");
     assert_key_refused_by_v2(&app, &acct).await;
     let (status, body) = send(
         app.anon(Method::POST, "/json-rpc/v1.1/")
