@@ -53,6 +53,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(25, "0025_runs_recent"),
     migration!(26, "0026_credit_slices"),
     migration!(27, "0027_hot_inserts"),
+    migration!(28, "0028_running_runs"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.
