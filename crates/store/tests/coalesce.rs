@@ -10,11 +10,10 @@
 
 mod common;
 
-use dialtone_domain::account::BillingMode;
 use dialtone_domain::{Money, Timestamp};
 use dialtone_store::billing::{self, Spend};
 use dialtone_store::coalesce::{Coalesced, Coalescer, GroupResults};
-use dialtone_store::{Conn, DbError, Store, StoreOptions, accounts, migrate, params};
+use dialtone_store::{Conn, DbError, Store, StoreOptions, migrate, params};
 
 const NOW: Timestamp = Timestamp::from_millis(1_750_000_000_000);
 
@@ -74,29 +73,7 @@ impl Coalesced for Note {
 }
 
 async fn account(store: &Store, credit: Money) -> i64 {
-    store
-        .write(move |c| {
-            accounts::create(
-                c,
-                &accounts::NewAccount {
-                    name: "groups".into(),
-                    parent_id: None,
-                    currency: "EUR".into(),
-                    billing_mode: BillingMode::Prepaid,
-                    credit,
-                    login: None,
-                    password_hash: String::new(),
-                    key_hash: "kgroups".into(),
-                    key_id: "kgroups".into(),
-                    warning_level: Money::ZERO,
-                    shutdown_level: Money::from_cents(-1_000_000),
-                },
-                NOW,
-            )
-        })
-        .await
-        .unwrap()
-        .id
+    common::prepaid_account(store, "groups", credit, Money::from_cents(-1_000_000), NOW).await
 }
 
 /// `notes` at once through one coalescer; each request's outcome, in order.

@@ -8,11 +8,10 @@
 
 mod common;
 
-use dialtone_domain::account::BillingMode;
 use dialtone_domain::run::{RunKind, RunStatus};
 use dialtone_domain::{Money, Sid, Timestamp};
 use dialtone_store::runs::{self, NewRun, Progress, StartedRun, StepSave};
-use dialtone_store::{Store, StoreOptions, accounts, migrate};
+use dialtone_store::{Store, StoreOptions, migrate};
 
 const NOW: Timestamp = Timestamp::from_millis(1_750_000_000_000);
 const LATER: Timestamp = Timestamp::from_millis(1_750_000_001_000);
@@ -31,29 +30,7 @@ fn progress<'a>(status: RunStatus, variables: &'a str) -> Progress<'a> {
 
 async fn steps_are_saved_once_against_their_version(store: &Store) {
     migrate::run(store).await.unwrap();
-    let account = store
-        .write(|c| {
-            accounts::create(
-                c,
-                &accounts::NewAccount {
-                    name: "saves".into(),
-                    parent_id: None,
-                    currency: "EUR".into(),
-                    billing_mode: BillingMode::Prepaid,
-                    credit: Money::ZERO,
-                    login: None,
-                    password_hash: String::new(),
-                    key_hash: "ksaves".into(),
-                    key_id: "ksaves".into(),
-                    warning_level: Money::ZERO,
-                    shutdown_level: Money::ZERO,
-                },
-                NOW,
-            )
-        })
-        .await
-        .unwrap()
-        .id;
+    let account = common::prepaid_account(store, "saves", Money::ZERO, Money::ZERO, NOW).await;
     let made = store
         .write(move |c| {
             let rows: Vec<StartedRun<'_>> = (0..3)

@@ -9,10 +9,9 @@
 
 mod common;
 
-use dialtone_domain::account::BillingMode;
 use dialtone_domain::{Money, Sid, Timestamp};
 use dialtone_store::sms::{self, NewSms};
-use dialtone_store::{Store, StoreOptions, accounts, migrate};
+use dialtone_store::{Store, StoreOptions, migrate};
 
 const NOW: Timestamp = Timestamp::from_millis(1_750_000_000_000);
 
@@ -39,29 +38,7 @@ fn new_sms(account_id: i64) -> NewSms {
 
 async fn taken_sids_are_drawn_again(store: &Store) {
     migrate::run(store).await.unwrap();
-    let account = store
-        .write(|c| {
-            accounts::create(
-                c,
-                &accounts::NewAccount {
-                    name: "sids".into(),
-                    parent_id: None,
-                    currency: "EUR".into(),
-                    billing_mode: BillingMode::Prepaid,
-                    credit: Money::ZERO,
-                    login: None,
-                    password_hash: String::new(),
-                    key_hash: "ksids".into(),
-                    key_id: "ksids".into(),
-                    warning_level: Money::ZERO,
-                    shutdown_level: Money::ZERO,
-                },
-                NOW,
-            )
-        })
-        .await
-        .unwrap()
-        .id;
+    let account = common::prepaid_account(store, "sids", Money::ZERO, Money::ZERO, NOW).await;
     let first = store
         .write(move |c| sms::insert(c, &new_sms(account), NOW))
         .await

@@ -1,7 +1,9 @@
 //! Stores for the tests of this crate: a SQLite file, and a PostgreSQL schema of its own
 //! when `DIALTONE_TEST_DATABASE_URL` is set.
 
-use dialtone_store::{DatabaseUrl, Store, StoreOptions};
+use dialtone_domain::account::BillingMode;
+use dialtone_domain::{Money, Timestamp};
+use dialtone_store::{DatabaseUrl, Store, StoreOptions, accounts};
 
 /// A store on a fresh SQLite file; the directory lives as long as the guard.
 pub(crate) async fn sqlite() -> (Store, tempfile::TempDir) {
@@ -59,4 +61,40 @@ pub(crate) async fn postgres(prefix: &str, options: &StoreOptions) -> Option<(St
     let url = DatabaseUrl::Postgres(format!("{admin}{sep}options=-csearch_path%3D{name}"));
     let store = Store::open(&url, options).await.expect("open PostgreSQL");
     Some((store, Schema { admin, name }))
+}
+
+/// A prepaid account named `name` (its key hash and id made from it) holding `credit`, with
+/// no warning level and `shutdown` as its shutdown level: its id.
+#[allow(dead_code, reason = "not every test of this crate makes accounts")]
+pub(crate) async fn prepaid_account(
+    store: &Store,
+    name: &str,
+    credit: Money,
+    shutdown: Money,
+    now: Timestamp,
+) -> i64 {
+    let name = name.to_owned();
+    store
+        .write(move |c| {
+            accounts::create(
+                c,
+                &accounts::NewAccount {
+                    name: name.clone(),
+                    parent_id: None,
+                    currency: "EUR".into(),
+                    billing_mode: BillingMode::Prepaid,
+                    credit,
+                    login: None,
+                    password_hash: String::new(),
+                    key_hash: format!("k{name}"),
+                    key_id: format!("k{name}"),
+                    warning_level: Money::ZERO,
+                    shutdown_level: shutdown,
+                },
+                now,
+            )
+        })
+        .await
+        .expect("account made")
+        .id
 }
