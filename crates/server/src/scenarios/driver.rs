@@ -18,8 +18,7 @@ use serde_json::Value;
 
 use super::commands::{self, CommitOutput, Scope};
 use super::pending::{self, Pending};
-pub(crate) use super::saves::Corrupt;
-use super::saves::{StepValues, ValuesError, lone_save, step_values};
+use super::saves::{Corrupt, StepValues, ValuesError, lone_save, step_values};
 use super::stored::{Stored, Trigger};
 use super::{dialing, prompts, settle};
 use crate::state::AppState;

@@ -146,7 +146,7 @@ struct Current {
 }
 
 /// The group's first round trip: the authentication version, with the kept scenarios joined
-/// (a scenario deleted since is simply not there).
+/// (a scenario deleted since is simply not there); nothing when no request assumed either.
 fn current(c: &mut dyn Conn, items: &[ApiStart]) -> Result<Current, AppError> {
     let mut kept: Vec<i64> = items
         .iter()
@@ -155,6 +155,12 @@ fn current(c: &mut dyn Conn, items: &[ApiStart]) -> Result<Current, AppError> {
         .collect();
     kept.sort_unstable();
     kept.dedup();
+    if kept.is_empty() && items.iter().all(|i| i.auth_version.is_none()) {
+        return Ok(Current {
+            auth_version: 0,
+            scenarios: HashMap::new(),
+        });
+    }
     if kept.is_empty() {
         let v = c.query_one(
             "SELECT version FROM auth_version",
