@@ -336,10 +336,7 @@ async fn drain(store: &dialtone_store::Store) -> anyhow::Result<Duration> {
         let busy = store
             .read(|c| {
                 let sms = c
-                    .query_one(
-                        "SELECT COUNT(*) FROM sms WHERE next_at IS NOT NULL",
-                        params![],
-                    )?
+                    .query_one("SELECT COUNT(*) FROM sms_queue", params![])?
                     .int(0)?;
                 let hooks = c
                     .query_one(

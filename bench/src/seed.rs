@@ -162,7 +162,7 @@ pub(crate) const RUNS_ENDED: Finish = Finish {
 /// Every outbound SMS went through its timetable (nothing left due).
 pub(crate) const SMS_SETTLED: Finish = Finish {
     what: "SMS",
-    pending: "sms WHERE next_at IS NOT NULL AND direction = 'outbound'",
+    pending: "sms_queue q JOIN sms ON sms.id = q.sms_id WHERE direction = 'outbound'",
     done: "sms WHERE next_at IS NULL AND direction = 'outbound'",
 };
 

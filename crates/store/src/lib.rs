@@ -37,6 +37,7 @@ mod slices;
 pub mod smpp_receipts;
 pub mod sms;
 pub mod sms_parts;
+pub mod sms_queue;
 pub mod sql;
 mod sqlite;
 pub mod tasks;

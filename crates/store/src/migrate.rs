@@ -54,6 +54,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(26, "0026_credit_slices"),
     migration!(27, "0027_hot_inserts"),
     migration!(28, "0028_running_runs"),
+    migration!(29, "0029_sms_queue"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

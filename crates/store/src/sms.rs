@@ -215,10 +215,20 @@ pub fn insert_many_drawing(
             stored_rows[i] = id.map(|id| stored(id, sid, new, now));
         }
     }
-    stored_rows
+    let stored_rows: Vec<Sms> = stored_rows
         .into_iter()
         .map(|s| s.ok_or_else(|| DbError::Other("no free sid for an SMS".into())))
-        .collect()
+        .collect::<Result<_, _>>()?;
+    // PostgreSQL queued them with their insert.
+    if conn.dialect() == Dialect::Sqlite {
+        let due: Vec<(i64, Option<Timestamp>)> = stored_rows
+            .iter()
+            .filter(|s| s.next_at.is_some())
+            .map(|s| (s.id, s.next_at))
+            .collect();
+        crate::sms_queue::set(conn, &due)?;
+    }
+    Ok(stored_rows)
 }
 
 /// Deletes SMS the caller's transaction just inserted and then refused (their debit found
@@ -229,7 +239,17 @@ pub fn delete_new(conn: &mut dyn Conn, ids: &[i64]) -> Result<(), DbError> {
     }
     let (among, params) = crate::sql::in_list(conn.dialect(), "id", 1, crate::sql::ids(ids));
     conn.execute(&format!("DELETE FROM sms WHERE {among}"), &params)?;
-    Ok(())
+    let gone: Vec<(i64, Option<Timestamp>)> = ids.iter().map(|&id| (id, None)).collect();
+    crate::sms_queue::set(conn, &gone)
+}
+
+/// Sets when the worker next acts on an SMS (a lease, a retry; `None`: never).
+pub fn reschedule(conn: &mut dyn Conn, id: i64, next_at: Option<Timestamp>) -> Result<(), DbError> {
+    conn.execute(
+        "UPDATE sms SET next_at = $1 WHERE id = $2",
+        params![next_at, id],
+    )?;
+    crate::sms_queue::set(conn, &[(id, next_at)])
 }
 
 /// One SMS with the sid given; `None` when the sid was taken.
@@ -302,11 +322,14 @@ fn insert_unnested(
             int(|n| n.delivered_at.map(Timestamp::millis)),
         )
         .int("created", rows.iter().map(|(_, _, now)| Some(now.millis())));
+    // The SMS and their queue rows (`sms_queue`) in one statement.
     let sql = format!(
-        "INSERT INTO sms ({INSERT_COLUMNS}) \
+        "WITH ins AS (INSERT INTO sms ({INSERT_COLUMNS}) \
          SELECT sid, account_id, direction, sender, recipient, body, encoding, parts, traffic_type, status, \
          user_data, flash, webhook_url, billing_debit, carrier, next_at, created, created, delivered_at FROM {} \
-         ON CONFLICT (sid) DO NOTHING RETURNING id, sid",
+         ON CONFLICT (sid) DO NOTHING RETURNING id, sid, next_at), \
+         queued AS (INSERT INTO sms_queue (sms_id, due_at) SELECT id, next_at FROM ins WHERE next_at IS NOT NULL) \
+         SELECT id, sid FROM ins",
         columns.unnest("t", 1)
     );
     let mut by_sid = std::collections::HashMap::with_capacity(rows.len());
@@ -425,8 +448,9 @@ const STATE_UPDATE: &str = "UPDATE sms SET status = v.status, status_error = v.s
      delivered_at = COALESCE(sms.delivered_at, v.delivered_at), history = sms.history || v.lines, \
      message_ids = COALESCE(v.message_ids, sms.message_ids)";
 
-/// Writes the new states of moved SMS: on PostgreSQL one statement for any number (the
-/// columns bound as arrays), on SQLite up to 64 to a statement.
+/// Writes the new states of moved SMS, one state per SMS (`Moves` keeps the last), with
+/// their queue rows: on PostgreSQL one statement for any number (the columns bound as
+/// arrays), on SQLite up to 64 to a statement.
 pub fn write_states(conn: &mut dyn Conn, states: &[StateWrite]) -> Result<(), DbError> {
     use crate::sql::{Columns, Item, row_chunks, values_list};
     if states.is_empty() {
@@ -452,9 +476,14 @@ pub fn write_states(conn: &mut dyn Conn, states: &[StateWrite]) -> Result<(), Db
                 states.iter().map(|w| Some(w.history_lines.clone())),
             )
             .text("message_ids", states.iter().map(|w| w.message_ids.clone()));
+        // The states and the queue (`sms_queue`) in one statement.
         let sql = format!(
-            "{STATE_UPDATE} FROM {} WHERE sms.id = v.id",
-            columns.unnest("v", 1)
+            "WITH v AS (SELECT * FROM {}), \
+             moved AS ({STATE_UPDATE} FROM v WHERE sms.id = v.id), \
+             gone AS (DELETE FROM sms_queue q USING v WHERE q.sms_id = v.id AND v.next_at IS NULL) \
+             INSERT INTO sms_queue (sms_id, due_at) SELECT id, next_at FROM v WHERE next_at IS NOT NULL \
+             ON CONFLICT (sms_id) DO UPDATE SET due_at = EXCLUDED.due_at",
+            columns.unnest("u", 1)
         );
         conn.execute(&sql, &columns.into_params())?;
         return Ok(());
@@ -482,15 +511,20 @@ pub fn write_states(conn: &mut dyn Conn, states: &[StateWrite]) -> Result<(), Db
         }
         conn.execute(&sql, &params)?;
     }
-    Ok(())
+    crate::sms_queue::set(conn, &queue_of(states))
+}
+
+/// The queue's side of new states: each SMS's next due time.
+fn queue_of(states: &[StateWrite]) -> Vec<(i64, Option<Timestamp>)> {
+    states.iter().map(|w| (w.id, w.next_at)).collect()
 }
 
 /// Outbound SMS no network has taken yet (`created` or `pending`), by the network they are
 /// routed to: (network, how many, the oldest's creation).
 pub fn unsent_by_network(conn: &mut dyn Conn) -> Result<Vec<(String, i64, Timestamp)>, DbError> {
     conn.query(
-        "SELECT carrier, count(*), min(created) FROM sms \
-         WHERE next_at IS NOT NULL AND status IN ('created', 'pending') \
+        "SELECT carrier, count(*), min(created) FROM sms_queue q JOIN sms ON sms.id = q.sms_id \
+         WHERE status IN ('created', 'pending') \
          GROUP BY carrier ORDER BY carrier",
         params![],
     )?
@@ -507,10 +541,11 @@ pub fn unsent_of_network(
 ) -> Result<Vec<Sms>, DbError> {
     conn.query(
         &format!(
-            "SELECT {COLUMNS} FROM sms WHERE next_at IS NOT NULL AND status IN ('created', 'pending') \
+            "SELECT {COLUMNS} FROM sms_queue q JOIN sms ON sms.id = q.sms_id \
+             WHERE status IN ('created', 'pending') \
              AND carrier = $1 ORDER BY id LIMIT {limit}{}",
             match conn.dialect() {
-                Dialect::Postgres => " FOR UPDATE",
+                Dialect::Postgres => " FOR UPDATE OF sms",
                 Dialect::Sqlite => "",
             }
         ),
@@ -530,15 +565,18 @@ pub fn set_carrier(conn: &mut dyn Conn, id: i64, carrier: &str) -> Result<(), Db
     Ok(())
 }
 
-/// Takes up to `limit` SMS whose next step is due (locked against other nodes until the
-/// transaction ends).
+/// Takes up to `limit` SMS whose next step is due, found through the queue (`sms_queue`),
+/// locked against other nodes until the transaction ends.
 pub fn due(conn: &mut dyn Conn, now: Timestamp, limit: i64) -> Result<Vec<Sms>, DbError> {
     let lock = match conn.dialect() {
-        Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
+        Dialect::Postgres => " FOR UPDATE OF sms SKIP LOCKED",
         Dialect::Sqlite => "",
     };
     conn.query(
-        &format!("SELECT {COLUMNS} FROM sms WHERE next_at IS NOT NULL AND next_at <= $1 ORDER BY next_at LIMIT {limit}{lock}"),
+        &format!(
+            "SELECT {COLUMNS} FROM sms_queue q JOIN sms ON sms.id = q.sms_id \
+             WHERE q.due_at <= $1 ORDER BY q.due_at LIMIT {limit}{lock}"
+        ),
         params![now],
     )?
     .iter()
@@ -547,12 +585,10 @@ pub fn due(conn: &mut dyn Conn, now: Timestamp, limit: i64) -> Result<Vec<Sms>, 
 }
 
 /// Of the SMS `ids`, those due at `now`, claimed as [`due`] claims them (on PostgreSQL,
-/// locked, skipping any another transaction holds). Found through the primary key only: a
-/// claim of the SMS a node knows to be due does not walk the entries that its earlier moves
-/// left dead at the head of the due index (see `sms_due` in docs/benchmarks.md). The due
-/// test is written on `COALESCE(next_at, ...)`, which that index cannot serve, so that the
-/// planner does not intersect the two indexes (a bitmap of the due index's whole head, 11%
-/// of PostgreSQL's CPU in a run).
+/// locked, skipping any another transaction holds). Found through the primary key only, and
+/// due by their own `next_at`: a claim of the SMS a node knows to be due does not walk the
+/// entries that its earlier moves left dead at the head of the queue's due index (see
+/// `sms_due` in docs/benchmarks.md).
 pub fn due_among(conn: &mut dyn Conn, now: Timestamp, ids: &[i64]) -> Result<Vec<Sms>, DbError> {
     if ids.is_empty() {
         return Ok(Vec::new());

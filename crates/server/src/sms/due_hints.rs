@@ -1,10 +1,10 @@
 //! The SMS this node knows to be due, and when: the worker claims them by id, and walks the
 //! due index only now and then, for the rest.
 //!
-//! Every status move of an SMS changes its `next_at`, so on PostgreSQL each leaves a dead
-//! entry in the due index (no move is a HOT update), and the claim that walks the index from
-//! its head (`ORDER BY next_at`) stepped over every entry the moves left since the last
-//! vacuum: 15,459 buffers and 10.5 ms to find nothing due after one benchmark, the costliest
+//! Every status move of an SMS changes when it is next due, so on PostgreSQL each leaves a
+//! dead entry in the due index (`sms_queue_due`; before migration 0029 `sms_due`, on `sms`
+//! itself), and the claim that walks the index from its head (`ORDER BY due_at`) stepped over
+//! every entry the moves left since the last vacuum: 15,459 buffers and 10.5 ms to find nothing due after one benchmark, the costliest
 //! statement of the run. The node knows most of its due work without that walk: the SMS it
 //! accepted (due at once) and the next steps its worker scheduled. Those are kept here and
 //! claimed through the primary key (`sms::due_among`). The walk (`sms::due`) still finds

@@ -107,10 +107,7 @@ impl Moves {
         match self.index.get(&sms_id) {
             Some(&i) => self.states[i].next_at = next_at,
             None => {
-                c.execute(
-                    "UPDATE sms SET next_at = $1 WHERE id = $2",
-                    dialtone_store::params![next_at, sms_id],
-                )?;
+                store::reschedule(c, sms_id, next_at)?;
                 if let Some(at) = next_at {
                     self.scheduled.push((sms_id, at));
                 }
