@@ -192,29 +192,27 @@ pub fn insert_many_drawing(
     rows: &[(NewSms, Timestamp)],
     draw: &mut dyn FnMut() -> Sid,
 ) -> Result<Vec<Sms>, DbError> {
-    let mut stored_rows: Vec<Option<Sms>> = vec![None; rows.len()];
-    for _ in 0..SID_DRAWS {
-        let todo: Vec<usize> = (0..rows.len())
-            .filter(|&i| stored_rows[i].is_none())
-            .collect();
-        if todo.is_empty() {
-            break;
-        }
+    let dialect = conn.dialect();
+    let stored_rows = crate::sql::with_redraws(rows.len(), SID_DRAWS, |todo| {
         let drawn: Vec<(Sid, &NewSms, Timestamp)> = todo
             .iter()
             .map(|&i| (draw(), &rows[i].0, rows[i].1))
             .collect();
-        let ids = match conn.dialect() {
+        let ids = match dialect {
             Dialect::Postgres => insert_unnested(conn, &drawn)?,
             Dialect::Sqlite => drawn
                 .iter()
                 .map(|(sid, new, now)| insert_one(conn, sid, new, *now))
                 .collect::<Result<_, _>>()?,
         };
-        for ((i, (sid, new, now)), id) in todo.into_iter().zip(drawn).zip(ids) {
-            stored_rows[i] = id.map(|id| stored(id, sid, new, now));
-        }
-    }
+        Ok::<_, DbError>(
+            drawn
+                .into_iter()
+                .zip(ids)
+                .map(|((sid, new, now), id)| id.map(|id| stored(id, sid, new, now)))
+                .collect(),
+        )
+    })?;
     let stored_rows: Vec<Sms> = stored_rows
         .into_iter()
         .map(|s| s.ok_or_else(|| DbError::Other("no free sid for an SMS".into())))

@@ -558,6 +558,29 @@ pub fn ids(ids: &[i64]) -> Array {
     Array::Int(ids.iter().map(|&id| Some(id)).collect())
 }
 
+/// Writes `len` rows whose keys are drawn at random (sids), drawing again for the rows whose
+/// draw was taken: `write(todo)` writes the rows at the indexes `todo`, each with a fresh
+/// draw, and gives each its stored value, or `None` where its draw was taken; at most
+/// `rounds` rounds. A row still without a value after them stays `None`.
+pub fn with_redraws<T, E>(
+    len: usize,
+    rounds: usize,
+    mut write: impl FnMut(&[usize]) -> Result<Vec<Option<T>>, E>,
+) -> Result<Vec<Option<T>>, E> {
+    let mut stored: Vec<Option<T>> = (0..len).map(|_| None).collect();
+    for _ in 0..rounds {
+        let todo: Vec<usize> = (0..len).filter(|&i| stored[i].is_none()).collect();
+        if todo.is_empty() {
+            break;
+        }
+        let written = write(&todo)?;
+        for (i, value) in todo.into_iter().zip(written) {
+            stored[i] = value;
+        }
+    }
+    Ok(stored)
+}
+
 /// Rows written many to a statement: the sizes of the statements [`row_chunks`] cuts, so a
 /// handful of statement texts (each prepared once) serve any number of rows.
 const CHUNK_SIZES: [usize; 4] = [64, 16, 4, 1];

@@ -15,24 +15,7 @@ use dialtone_store::{Store, StoreOptions, migrate};
 const NOW: Timestamp = Timestamp::from_millis(1_750_000_000_000);
 
 fn new_sms(account_id: i64, next_at: Option<Timestamp>) -> NewSms {
-    NewSms {
-        account_id,
-        direction: "outbound",
-        from: "SMS".into(),
-        to: "+447700900555".into(),
-        body: "hello".into(),
-        encoding: "gsm",
-        parts: 1,
-        traffic_type: Some("marketing"),
-        status: "created",
-        user_data: None,
-        flash: false,
-        webhook_url: None,
-        billing_debit: Money::ZERO,
-        carrier: "simulated".into(),
-        next_at,
-        delivered_at: None,
-    }
+    common::outbound_sms(account_id, next_at)
 }
 
 /// The ids of the SMS due at `at`, in due order.

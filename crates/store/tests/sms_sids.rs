@@ -16,24 +16,7 @@ use dialtone_store::{Store, StoreOptions, migrate};
 const NOW: Timestamp = Timestamp::from_millis(1_750_000_000_000);
 
 fn new_sms(account_id: i64) -> NewSms {
-    NewSms {
-        account_id,
-        direction: "outbound",
-        from: "SMS".into(),
-        to: "+447700900555".into(),
-        body: "hello".into(),
-        encoding: "gsm",
-        parts: 1,
-        traffic_type: Some("marketing"),
-        status: "created",
-        user_data: None,
-        flash: false,
-        webhook_url: None,
-        billing_debit: Money::ZERO,
-        carrier: "simulated".into(),
-        next_at: Some(NOW),
-        delivered_at: None,
-    }
+    common::outbound_sms(account_id, Some(NOW))
 }
 
 async fn taken_sids_are_drawn_again(store: &Store) {

@@ -52,22 +52,13 @@ const SID_DRAWS: usize = 8;
 /// Creates the runs of `starts`, each made at its time (their quota checked by the caller),
 /// in one statement on PostgreSQL, and gives them as stored, in order.
 fn insert(c: &mut dyn Conn, starts: &[(RunStart<'_>, Timestamp)]) -> Result<Vec<Run>, AppError> {
-    let mut created: Vec<Option<Run>> = vec![None; starts.len()];
-    for _ in 0..SID_DRAWS {
-        let todo: Vec<usize> = (0..starts.len())
-            .filter(|&i| created[i].is_none())
-            .collect();
-        if todo.is_empty() {
-            break;
-        }
+    let created = sql::with_redraws(starts.len(), SID_DRAWS, |todo| {
         let rows = todo
             .iter()
             .map(|&i| started_row(&starts[i].0, starts[i].1))
             .collect::<Result<Vec<_>, _>>()?;
-        for (i, run) in todo.into_iter().zip(runs::insert_started(c, &rows)?) {
-            created[i] = run;
-        }
-    }
+        Ok::<_, AppError>(runs::insert_started(c, &rows)?)
+    })?;
     created
         .into_iter()
         .map(|r| r.ok_or_else(|| AppError::internal("no free sid for a run")))

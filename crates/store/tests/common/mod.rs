@@ -3,6 +3,7 @@
 
 use dialtone_domain::account::BillingMode;
 use dialtone_domain::{Money, Timestamp};
+use dialtone_store::sms::NewSms;
 use dialtone_store::{DatabaseUrl, Store, StoreOptions, accounts};
 
 /// A store on a fresh SQLite file; the directory lives as long as the guard.
@@ -97,4 +98,27 @@ pub(crate) async fn prepaid_account(
         .await
         .expect("account made")
         .id
+}
+
+/// A new outbound SMS of the account on the simulated network, due at `next_at`.
+#[allow(dead_code, reason = "not every test of this crate stores SMS")]
+pub(crate) fn outbound_sms(account_id: i64, next_at: Option<Timestamp>) -> NewSms {
+    NewSms {
+        account_id,
+        direction: "outbound",
+        from: "SMS".into(),
+        to: "+447700900555".into(),
+        body: "hello".into(),
+        encoding: "gsm",
+        parts: 1,
+        traffic_type: Some("marketing"),
+        status: "created",
+        user_data: None,
+        flash: false,
+        webhook_url: None,
+        billing_debit: Money::ZERO,
+        carrier: "simulated".into(),
+        next_at,
+        delivered_at: None,
+    }
 }
