@@ -8,7 +8,8 @@
 //! - the run's values live on a fresh scope object per batch (`with (scope)`), never on the
 //!   global object: variables, `now`, `run`, `call`, `console`... are gone with the scope;
 //!   `javascript@v1` code runs through a direct `eval` inside a function, so its declarations
-//!   stay local to the evaluation;
+//!   stay local to the evaluation; code that is one expression (the usual `$x = ...`) is
+//!   compiled once instead, as `if` and `${{ }}` expressions are, and kept;
 //! - after each batch any global created by sloppy code is deleted; if that fails (a global
 //!   made non-configurable, an extension lock), promise jobs are left pending, or a limit was
 //!   hit, the context is thrown away and the next batch gets a new one. The context is also
@@ -18,7 +19,7 @@
 //! module loader is installed, and no host function is exposed besides the logging `console`.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use rquickjs::{
@@ -144,6 +145,9 @@ const PRELUDE: &str = r#"(() => {
 struct Sandbox {
     /// Compiled expressions by scenario fingerprint and source.
     expressions: HashMap<String, Persistent<Function<'static>>>,
+    /// `javascript@v1` code (same keys) known not to be a lone expression: it runs through
+    /// a direct `eval` at every evaluation.
+    scripts: HashSet<String>,
     compile: Persistent<Function<'static>>,
     setup: Persistent<Function<'static>>,
     run: Persistent<Function<'static>>,
@@ -199,6 +203,7 @@ impl Sandbox {
         let [compile, setup, run, code, end, logs, reset] = helpers;
         Ok(Sandbox {
             expressions: HashMap::new(),
+            scripts: HashSet::new(),
             compile,
             setup,
             run,
@@ -373,6 +378,7 @@ impl Session {
         with_sandbox(|sb| {
             if sb.expressions.len() >= MAX_CACHED_EXPRESSIONS {
                 sb.expressions.clear();
+                sb.scripts.clear();
             }
             sb.expressions.insert(key, compiled.clone());
         })?;
@@ -429,11 +435,33 @@ impl Session {
     }
 
     /// Runs a script (javascript@v1); its completion value as JSON.
+    ///
+    /// Code that is one expression (`$user = $api.json.results[0]`, the usual form) runs
+    /// as a compiled expression, kept like those of `if` and `${{ }}`: its value is the
+    /// script's completion value. Any other code runs through a direct `eval`, which
+    /// compiles it again at every evaluation.
     pub(crate) fn run_code(
         &mut self,
         code: &str,
         bindings: Bindings,
     ) -> Result<serde_json::Value, JsError> {
+        if let Some(expr) = lone_expression(code)
+            && let Some(compiled) = self.code_expression(expr)?
+        {
+            let (names, texts): (Vec<String>, Vec<Option<String>>) = bindings.into_iter().unzip();
+            let text = self.call(
+                |sb| sb.run.clone(),
+                move |ctx, run| {
+                    let compiled = compiled.restore(ctx)?;
+                    let v: Value = run.call((compiled, names, texts))?;
+                    let s = ctx.json_stringify(v)?;
+                    s.map(|s| s.to_string()).transpose()
+                },
+            )?;
+            return to_json(text);
+        }
+        #[cfg(test)]
+        EVALS.with(|n| n.set(n.get() + 1));
         let code = code.to_string();
         let (names, texts): (Vec<String>, Vec<Option<String>>) = bindings.into_iter().unzip();
         let text = self.call(
@@ -445,6 +473,39 @@ impl Session {
             },
         )?;
         to_json(text)
+    }
+
+    /// The compiled expression of `javascript@v1` code that [`lone_expression`] let
+    /// through, or `None` when it does not compile as an expression (then it runs through
+    /// `eval`; the answer is kept).
+    fn code_expression(
+        &mut self,
+        expr: &str,
+    ) -> Result<Option<Persistent<Function<'static>>>, JsError> {
+        let key = format!("{}\u{0}{expr}", self.fingerprint);
+        let known = with_sandbox(|sb| {
+            if sb.scripts.contains(&key) {
+                Some(None)
+            } else {
+                sb.expressions.get(&key).cloned().map(Some)
+            }
+        })?;
+        if let Some(known) = known {
+            return Ok(known);
+        }
+        match self.expression(expr) {
+            Ok(compiled) => Ok(Some(compiled)),
+            Err(JsError::Script(_)) => {
+                with_sandbox(|sb| {
+                    if sb.scripts.len() >= MAX_CACHED_EXPRESSIONS {
+                        sb.scripts.clear();
+                    }
+                    sb.scripts.insert(key);
+                })?;
+                Ok(None)
+            }
+            Err(other) => Err(other),
+        }
     }
 
     /// Ends the batch's JavaScript: the values of `names` (variables bound in this batch) and
@@ -487,6 +548,34 @@ impl Session {
     }
 }
 
+/// The expression `javascript@v1` code may run as, when its value as an expression is
+/// certainly its completion value as a script (the code already compiled as a script when
+/// the scenario was saved): without trailing semicolons, and `None` for code whose first
+/// token reads differently in the two (`{` opens a block, not an object; `function`,
+/// `class` and `let` declare; `/` may open a comment hiding one of those) or that names what
+/// only the `eval` wrapper has (`arguments`, `__code`). Whether it is an expression at all
+/// is left to the compiler.
+fn lone_expression(code: &str) -> Option<&str> {
+    let expr = code.trim_end_matches(|c: char| c == ';' || c.is_whitespace());
+    let start = expr.trim_start();
+    let first_word: String = start
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '$')
+        .collect();
+    let refused = start.is_empty()
+        || start.starts_with(['{', '/'])
+        || matches!(first_word.as_str(), "function" | "class" | "let" | "async")
+        || expr.contains("arguments")
+        || expr.contains("__code");
+    (!refused).then_some(expr)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// `javascript@v1` evaluations that went through `eval` on this thread.
+    static EVALS: Cell<u32> = const { Cell::new(0) };
+}
+
 fn to_json(text: Option<String>) -> Result<serde_json::Value, JsError> {
     match text {
         None => Ok(serde_json::Value::Null),
@@ -522,4 +611,66 @@ fn classify(e: &CaughtError<'_>) -> JsError {
         return JsError::Memory;
     }
     JsError::Script(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value as Json, json};
+
+    use super::{EVALS, Session};
+    use crate::protocol::Limits;
+
+    /// Runs each code in one batch, with `$n` bound to 2 and `$x` declared: the values, `$x` at the end, and
+    /// how many went through `eval`.
+    fn run_all(codes: &[&str]) -> (Vec<Json>, Json, u32) {
+        let before = EVALS.with(|n| n.get());
+        let mut session = Session::begin(&Limits::default(), "fp", "2026-11-27T00:00:00Z");
+        // As a run binds them: each name once per batch, before its first use.
+        let mut bindings = vec![
+            ("$n".to_string(), Some("2".to_string())),
+            ("$x".to_string(), None),
+        ];
+        let values = codes
+            .iter()
+            .map(|code| {
+                session
+                    .run_code(code, std::mem::take(&mut bindings))
+                    .expect(code)
+            })
+            .collect();
+        let changes = session.end(vec!["$x".into()]).expect("end");
+        session.finish();
+        let x = changes.set.get("$x").cloned().unwrap_or(Json::Null);
+        (values, x, EVALS.with(|n| n.get()) - before)
+    }
+
+    #[test]
+    fn a_lone_expression_runs_compiled_and_keeps_its_meaning() {
+        let (values, x, evals) =
+            run_all(&["$x = $n * 2", "$x = $x + 1;", "[1, 2].map(v => v * $n) ;\n"]);
+        assert_eq!(values, [json!(4), json!(5), json!([2, 4])]);
+        assert_eq!(x, json!(5));
+        assert_eq!(evals, 0, "a lone expression went through eval");
+        // Kept: the second time costs no compilation either.
+        let (_, _, evals) = run_all(&["$x = $n * 2"]);
+        assert_eq!(evals, 0);
+    }
+
+    #[test]
+    fn code_whose_value_as_an_expression_differs_runs_as_a_script() {
+        let cases: [(&str, Json); 7] = [
+            ("{}", Json::Null),
+            ("{ a: 1 }", json!(1)),
+            ("function f() { return 1 }", Json::Null),
+            ("// note\n{ b: 2 }", json!(2)),
+            ("arguments.length", json!(2)),
+            ("$x = 1; $x + 1", json!(2)),
+            ("let y = 3; y", json!(3)),
+        ];
+        for (code, want) in cases {
+            let (values, _, evals) = run_all(&[code]);
+            assert_eq!(values, [want], "{code}");
+            assert_eq!(evals, 1, "{code} did not run through eval");
+        }
+    }
 }
