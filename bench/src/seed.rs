@@ -162,7 +162,10 @@ pub(crate) const RUNS_ENDED: Finish = Finish {
 /// Every outbound SMS went through its timetable (nothing left due).
 pub(crate) const SMS_SETTLED: Finish = Finish {
     what: "SMS",
-    pending: "sms_queue q JOIN sms ON sms.id = q.sms_id WHERE direction = 'outbound'",
+    // A subquery per queue row, not a join: PostgreSQL planned the join as a hash join over
+    // all of `sms`, 54 ms at each poll (a tenth of the database's CPU while SMS settled);
+    // this stops at the first outbound SMS still queued.
+    pending: "sms_queue q WHERE (SELECT direction FROM sms WHERE sms.id = q.sms_id) = 'outbound'",
     done: "sms WHERE next_at IS NULL AND direction = 'outbound'",
 };
 
