@@ -15,13 +15,6 @@ use dialtone_domain::account::BillingMode;
 use dialtone_domain::{Money, Sid, SystemClock};
 use dialtone_store::accounts;
 
-/// mimalloc instead of the C library's malloc for the server's own allocations: each
-/// request allocates and frees many small buffers across threads (headers, JSON, rows),
-/// where glibc's arenas spent a sixth of the server's CPU (`malloc`, `free`,
-/// `malloc_consolidate` in the profile of the runs benchmark).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
