@@ -35,6 +35,11 @@ pub(crate) const RENEW_AFTER: u32 = 10_000;
 /// Compiled expressions kept per thread before the cache is emptied.
 const MAX_CACHED_EXPRESSIONS: usize = 512;
 
+/// Longest `javascript@v1` code (bytes) tried as one expression: what the fast path keeps
+/// per thread stays within [`MAX_CACHED_EXPRESSIONS`] entries of this size, whatever the
+/// scenarios hold. Longer code runs through `eval`.
+const MAX_LONE_EXPRESSION: usize = 1024;
+
 /// Memory allowed to the context beyond its size after creation, besides a batch's own limit:
 /// room for the cache of compiled expressions.
 const CACHE_ALLOWANCE: usize = 2 * 1024 * 1024;
@@ -550,7 +555,8 @@ impl Session {
 
 /// The expression `javascript@v1` code may run as, when its value as an expression is
 /// certainly its completion value as a script (the code already compiled as a script when
-/// the scenario was saved): without trailing semicolons, and `None` for code whose first
+/// the scenario was saved): without trailing semicolons, and `None` for code longer than
+/// [`MAX_LONE_EXPRESSION`], for code whose first
 /// token reads differently in the two (`{` opens a block, not an object; `function`,
 /// `class` and `let` declare; `/` may open a comment hiding one of those) or that names what
 /// only the `eval` wrapper has (`arguments`, `__code`). Whether it is an expression at all
@@ -563,6 +569,7 @@ fn lone_expression(code: &str) -> Option<&str> {
         .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '$')
         .collect();
     let refused = start.is_empty()
+        || expr.len() > MAX_LONE_EXPRESSION
         || start.starts_with(['{', '/'])
         || matches!(first_word.as_str(), "function" | "class" | "let" | "async")
         || expr.contains("arguments")
@@ -658,7 +665,10 @@ mod tests {
 
     #[test]
     fn code_whose_value_as_an_expression_differs_runs_as_a_script() {
-        let cases: [(&str, Json); 7] = [
+        // One expression, but longer than the fast path takes.
+        let long = format!("$x = 2{}", " ".repeat(super::MAX_LONE_EXPRESSION));
+        let long = format!("{long}+ 0");
+        let cases: [(&str, Json); 8] = [
             ("{}", Json::Null),
             ("{ a: 1 }", json!(1)),
             ("function f() { return 1 }", Json::Null),
@@ -666,6 +676,7 @@ mod tests {
             ("arguments.length", json!(2)),
             ("$x = 1; $x + 1", json!(2)),
             ("let y = 3; y", json!(3)),
+            (&long, json!(2)),
         ];
         for (code, want) in cases {
             let (values, _, evals) = run_all(&[code]);
