@@ -397,6 +397,16 @@ impl Session {
         convert: impl for<'js> FnOnce(&Ctx<'js>, Value<'js>) -> rquickjs::Result<R>,
     ) -> Result<R, JsError> {
         let compiled = self.expression(expr)?;
+        self.run_compiled(compiled, bindings, convert)
+    }
+
+    /// Runs a compiled expression in the batch's scope, with `bindings` bound first.
+    fn run_compiled<R: 'static>(
+        &mut self,
+        compiled: Persistent<Function<'static>>,
+        bindings: Bindings,
+        convert: impl for<'js> FnOnce(&Ctx<'js>, Value<'js>) -> rquickjs::Result<R>,
+    ) -> Result<R, JsError> {
         let (names, texts): (Vec<String>, Vec<Option<String>>) = bindings.into_iter().unzip();
         self.call(
             |sb| sb.run.clone(),
@@ -414,10 +424,7 @@ impl Session {
         expr: &str,
         bindings: Bindings,
     ) -> Result<serde_json::Value, JsError> {
-        let text = self.evaluate(expr, bindings, |ctx, v| {
-            let s = ctx.json_stringify(v)?;
-            s.map(|s| s.to_string()).transpose()
-        })?;
+        let text = self.evaluate(expr, bindings, json_text)?;
         to_json(text)
     }
 
@@ -453,16 +460,7 @@ impl Session {
         if let Some(expr) = lone_expression(code)
             && let Some(compiled) = self.code_expression(expr)?
         {
-            let (names, texts): (Vec<String>, Vec<Option<String>>) = bindings.into_iter().unzip();
-            let text = self.call(
-                |sb| sb.run.clone(),
-                move |ctx, run| {
-                    let compiled = compiled.restore(ctx)?;
-                    let v: Value = run.call((compiled, names, texts))?;
-                    let s = ctx.json_stringify(v)?;
-                    s.map(|s| s.to_string()).transpose()
-                },
-            )?;
+            let text = self.run_compiled(compiled, bindings, json_text)?;
             return to_json(text);
         }
         #[cfg(test)]
@@ -473,8 +471,7 @@ impl Session {
             |sb| sb.code.clone(),
             move |ctx, f| {
                 let v: Value = f.call((code, names, texts))?;
-                let s = ctx.json_stringify(v)?;
-                s.map(|s| s.to_string()).transpose()
+                json_text(ctx, v)
             },
         )?;
         to_json(text)
@@ -488,15 +485,8 @@ impl Session {
         expr: &str,
     ) -> Result<Option<Persistent<Function<'static>>>, JsError> {
         let key = format!("{}\u{0}{expr}", self.fingerprint);
-        let known = with_sandbox(|sb| {
-            if sb.scripts.contains(&key) {
-                Some(None)
-            } else {
-                sb.expressions.get(&key).cloned().map(Some)
-            }
-        })?;
-        if let Some(known) = known {
-            return Ok(known);
+        if with_sandbox(|sb| sb.scripts.contains(&key))? {
+            return Ok(None);
         }
         match self.expression(expr) {
             Ok(compiled) => Ok(Some(compiled)),
@@ -583,6 +573,13 @@ thread_local! {
     static EVALS: Cell<u32> = const { Cell::new(0) };
 }
 
+/// A value as JSON text (`None` for `undefined` and functions), the conversion of
+/// [`Session::eval_json`] and [`Session::run_code`].
+fn json_text<'js>(ctx: &Ctx<'js>, v: Value<'js>) -> rquickjs::Result<Option<String>> {
+    let s = ctx.json_stringify(v)?;
+    s.map(|s| s.to_string()).transpose()
+}
+
 fn to_json(text: Option<String>) -> Result<serde_json::Value, JsError> {
     match text {
         None => Ok(serde_json::Value::Null),
@@ -627,8 +624,8 @@ mod tests {
     use super::{EVALS, Session};
     use crate::protocol::Limits;
 
-    /// Runs each code in one batch, with `$n` bound to 2 and `$x` declared: the values, `$x` at the end, and
-    /// how many went through `eval`.
+    /// Runs each code in one batch, with `$n` bound to 2 and `$x` declared: the values,
+    /// `$x` at the end, and how many went through `eval`.
     fn run_all(codes: &[&str]) -> (Vec<Json>, Json, u32) {
         let before = EVALS.with(|n| n.get());
         let mut session = Session::begin(&Limits::default(), "fp", "2026-11-27T00:00:00Z");
