@@ -111,8 +111,8 @@ async fn a_call_over_tls_runs_its_scenario(app: TestApp, tls: SocketAddr) {
     )
     .await;
     assert!(
-        tone.rms > 0.1 && (tone.frequency - 1000.0).abs() < 60.0,
-        "{tone:?}"
+        tone.loudest > 0.15 && (tone.frequency - 1000.0).abs() < 60.0,
+        "the 1 kHz file at about -10 dBFS: {tone:?}"
     );
 }
 
@@ -690,11 +690,15 @@ async fn the_far_end_hears_a_played_file_and_spoken_text(app: TestApp) {
     let all = measure(heard, None).await;
     assert!(all.length > 2.5, "the tone and the speech: {all:?}");
     let tone = measure(heard, Some((900, 1100))).await;
-    assert!(tone.rms > 0.1, "the 1 kHz file at about -10 dBFS: {tone:?}");
+    // Measured in its loudest tenth of a second: how long the call ran around it varies.
+    assert!(
+        tone.loudest > 0.15,
+        "the 1 kHz file at about -10 dBFS: {tone:?}"
+    );
     assert!((tone.frequency - 1000.0).abs() < 60.0, "{tone:?}");
     // Speech: energy spread over the voice band, outside the tone's.
     let speech = measure(heard, Some((200, 800))).await;
-    assert!(speech.rms > 0.01, "speech was heard: {speech:?}");
+    assert!(speech.loudest > 0.02, "speech was heard: {speech:?}");
 }
 
 /// `record@v1` on a real call: the recording holds what the caller's phone played (a
@@ -772,7 +776,7 @@ async fn a_forwarded_call_is_bridged_through_a_trunk_and_recorded(app: TestApp) 
     )
     .await;
     assert!(
-        caller_heard.rms > 0.05,
+        caller_heard.loudest > 0.1,
         "the caller heard the callee: {caller_heard:?}"
     );
     let callee_heard = measure(
@@ -781,7 +785,7 @@ async fn a_forwarded_call_is_bridged_through_a_trunk_and_recorded(app: TestApp) 
     )
     .await;
     assert!(
-        callee_heard.rms > 0.05,
+        callee_heard.loudest > 0.1,
         "the callee heard the caller: {callee_heard:?}"
     );
     // The call recording: both parties.

@@ -368,20 +368,29 @@ impl Baresip {
 pub(crate) struct Measured {
     /// Seconds.
     pub(crate) length: f64,
-    /// RMS amplitude, 0 to 1.
+    /// RMS amplitude over the whole file, 0 to 1: it falls as silence around a sound
+    /// grows, so it suits only recordings whose length the test sets.
     pub(crate) rms: f64,
+    /// RMS amplitude of the loudest tenth of a second, 0 to 1: how loud a sound was wherever
+    /// it fell in a recording of any length.
+    pub(crate) loudest: f64,
     /// The dominant frequency, Hz.
     pub(crate) frequency: f64,
 }
 
-/// Measures `file` with `sox ... -n [sinc lo-hi] stat`.
+/// Measures `file` with `sox ... -n [sinc lo-hi] stat stats -w 0.1`. (sox 14.4's `stats`
+/// misreports longer windows: at 0.5 s its peak came out below the file's mean.)
 pub(crate) async fn measure(file: &Path, band: Option<(u32, u32)>) -> Measured {
     let mut cmd = Command::new("sox");
     cmd.arg(file).arg("-n");
     if let Some((lo, hi)) = band {
         cmd.args(["sinc", &format!("{lo}-{hi}")]);
     }
-    let out = cmd.arg("stat").output().await.expect("sox runs");
+    let out = cmd
+        .args(["stat", "stats", "-w", "0.1"])
+        .output()
+        .await
+        .expect("sox runs");
     let text = String::from_utf8_lossy(&out.stderr);
     let field = |name: &str| {
         text.lines()
@@ -394,6 +403,12 @@ pub(crate) async fn measure(file: &Path, band: Option<(u32, u32)>) -> Measured {
         length: field("Length (seconds)"),
         rms: field("RMS     amplitude"),
         frequency: field("Rough   frequency"),
+        // `stats` gives it in dB (`-inf` for silence), without a colon.
+        loudest: text
+            .lines()
+            .find_map(|l| l.strip_prefix("RMS Pk dB"))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .map_or(0.0, |db| 10f64.powf(db / 20.0)),
     }
 }
 
