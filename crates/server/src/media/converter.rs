@@ -51,6 +51,11 @@ pub async fn convert(
         .args(["--memory-mb", &budget.memory_mb.to_string()])
         .args(["--cpu-secs", &budget.cpu_secs.to_string()])
         .env_clear()
+        // mimalloc (the binary's allocator) reserves 1 GiB of address space for its first
+        // arena before `main`: the child's own `RLIMIT_AS` would then neither bound what
+        // the decoder takes from that arena nor leave room for anything else. Without an
+        // arena every allocation maps its own memory, which the limit counts.
+        .env("MIMALLOC_ARENA_RESERVE", "0")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
