@@ -392,23 +392,18 @@ pub(crate) async fn measure(file: &Path, band: Option<(u32, u32)>) -> Measured {
         .await
         .expect("sox runs");
     let text = String::from_utf8_lossy(&out.stderr);
+    // `stat` writes `Name:  value`, `stats` `Name  value` (`-inf` for silence).
     let field = |name: &str| {
         text.lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split(':').nth(1))
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.trim_start_matches([':', ' ']))
             .and_then(|v| v.trim().parse::<f64>().ok())
-            .unwrap_or(0.0)
     };
     Measured {
-        length: field("Length (seconds)"),
-        rms: field("RMS     amplitude"),
-        frequency: field("Rough   frequency"),
-        // `stats` gives it in dB (`-inf` for silence), without a colon.
-        loudest: text
-            .lines()
-            .find_map(|l| l.strip_prefix("RMS Pk dB"))
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .map_or(0.0, |db| 10f64.powf(db / 20.0)),
+        length: field("Length (seconds)").unwrap_or(0.0),
+        rms: field("RMS     amplitude").unwrap_or(0.0),
+        frequency: field("Rough   frequency").unwrap_or(0.0),
+        loudest: field("RMS Pk dB").map_or(0.0, |db| 10f64.powf(db / 20.0)),
     }
 }
 
