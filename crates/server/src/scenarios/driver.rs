@@ -108,9 +108,10 @@ fn drive_from(
                 .write_repeatable(move |c| commit(c, &input))
                 .await
             {
-                Ok(Some(out)) => out,
-                // Someone else saved the run meanwhile: read it again and retry.
-                Ok(None) => {
+                Ok(out) => out,
+                // Someone else saved the run meanwhile (what this step wrote is undone):
+                // read it again and retry.
+                Err(CommitError::Stale) => {
                     queue.push_front(trigger);
                     continue;
                 }
@@ -383,6 +384,11 @@ enum Moved {
 /// Why a step was not saved.
 #[derive(Debug, thiserror::Error)]
 enum CommitError {
+    /// The run changed since it was read (another drive saved it first). An error, not an
+    /// empty success, so that the store rolls back what the step wrote before its version
+    /// check: a voicemail stored twice by two drives that both found its audio, say.
+    #[error("the run changed since it was read")]
+    Stale,
     #[error(transparent)]
     Corrupt(#[from] Corrupt),
     #[error(transparent)]
@@ -421,10 +427,10 @@ fn apply_moved(c: &mut dyn Conn, scope: &mut Scope<'_>, moved: &Moved) -> Result
     Ok(())
 }
 
-/// Saves a step of a run with its effects, in one transaction; None when the run changed
-/// since it was read. Runs as a repeatable write: nothing here acts outside the connection
-/// (outside work is returned in `io`).
-fn commit(c: &mut dyn Conn, input: &CommitInput) -> Result<Option<CommitOutput>, CommitError> {
+/// Saves a step of a run with its effects, in one transaction; [`CommitError::Stale`] (its
+/// writes undone) when the run changed since it was read. Runs as a repeatable write:
+/// nothing here acts outside the connection (outside work is returned in `io`).
+fn commit(c: &mut dyn Conn, input: &CommitInput) -> Result<CommitOutput, CommitError> {
     let CommitInput {
         run,
         step,
@@ -503,7 +509,11 @@ fn commit(c: &mut dyn Conn, input: &CommitInput) -> Result<Option<CommitOutput>,
         next_at: pending::next_deadline(&waits).map(Timestamp::from_millis),
     };
     if !runs::save(c, run.id, run.version, &progress, now)? {
-        return Ok(None);
+        return Err(CommitError::Stale);
     }
-    Ok(Some(out))
+    Ok(out)
 }
+
+#[cfg(test)]
+#[path = "driver_tests.rs"]
+mod tests;
