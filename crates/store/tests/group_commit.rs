@@ -106,6 +106,41 @@ async fn one_batch(store: &Store) {
     assert_eq!(rows(store).await, expected);
 }
 
+/// A write alone in its batch, repeatable or once, that fails after writing leaves nothing:
+/// its transaction began before its first statement (on PostgreSQL the `BEGIN` is held back
+/// and sent in the same round trip as that statement, and must reach the server first).
+async fn lone_writes(store: &Store) {
+    let failed = store
+        .write_repeatable(|c| {
+            insert(c, "lone-repeatable", "failed")?;
+            Err::<(), _>(Failure::Refused)
+        })
+        .await;
+    assert!(matches!(failed, Err(Failure::Refused)), "{failed:?}");
+    let failed = store
+        .write(|c| {
+            insert(c, "lone-once", "failed")?;
+            Err::<(), _>(Failure::Refused)
+        })
+        .await;
+    assert!(matches!(failed, Err(Failure::Refused)), "{failed:?}");
+    // One that writes nothing ends its transaction cleanly: the next write is kept.
+    store
+        .write(|_c| Ok::<_, DbError>(()))
+        .await
+        .expect("an empty write");
+    store
+        .write(|c| insert(c, "lone-kept", "kept"))
+        .await
+        .expect("a write after them");
+    let lone: Vec<(String, String)> = rows(store)
+        .await
+        .into_iter()
+        .filter(|(k, _)| k.starts_with("lone"))
+        .collect();
+    assert_eq!(lone, vec![("lone-kept".to_owned(), "kept".to_owned())]);
+}
+
 async fn prepare(store: &Store) {
     store
         .write(|c| {
@@ -121,6 +156,7 @@ async fn failed_writes_leave_nothing_and_spare_their_batch_sqlite() {
     let (store, _dir) = common::sqlite().await;
     prepare(&store).await;
     one_batch(&store).await;
+    lone_writes(&store).await;
 }
 
 #[tokio::test]
@@ -135,6 +171,7 @@ async fn failed_writes_leave_nothing_and_spare_their_batch_postgres() {
     };
     prepare(&store).await;
     one_batch(&store).await;
+    lone_writes(&store).await;
     drop(store);
 }
 
