@@ -1,12 +1,5 @@
 //! PostgreSQL backend: a pool of connection threads; each batches the writes waiting for it
 //! into one transaction (savepoint per write), and serves reads in autocommit.
-//!
-//! Each thread drives its `tokio-postgres` client on a runtime of its own, so that it can
-//! pipeline: the transaction-control statements that cannot fail on a healthy session
-//! (`BEGIN`, `SAVEPOINT`, `RELEASE SAVEPOINT`) are held back and sent in the same round trip
-//! as the statement that follows them ([`PgConn::pending`]). A batch of writes then costs
-//! its statements and its `COMMIT`, not a round trip more for its `BEGIN` and two for each
-//! savepoint.
 
 use std::collections::HashMap;
 use std::error::Error as StdError;
@@ -14,9 +7,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, select};
-use tokio::runtime::Runtime;
-use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
-use tokio_postgres::{Client, NoTls, Statement};
+use postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
+use postgres::{Client, NoTls, Statement};
 
 use crate::pool::{MAX_BATCH, ReadJob, WriteJob, run_write_batch};
 use crate::sql::{Conn, DbError, Dialect, Row, Value};
@@ -27,7 +19,7 @@ impl ToSql for Value {
     fn to_sql(
         &self,
         ty: &Type,
-        out: &mut tokio_postgres::types::private::BytesMut,
+        out: &mut postgres::types::private::BytesMut,
     ) -> Result<IsNull, BoxError> {
         match self {
             Value::Null => Ok(IsNull::Yes),
@@ -97,9 +89,9 @@ impl<'a> FromSql<'a> for Value {
     }
 }
 
-fn map_err(e: tokio_postgres::Error) -> DbError {
+fn map_err(e: postgres::Error) -> DbError {
     if let Some(db) = e.as_db_error() {
-        if *db.code() == tokio_postgres::error::SqlState::UNIQUE_VIOLATION {
+        if *db.code() == postgres::error::SqlState::UNIQUE_VIOLATION {
             return DbError::UniqueViolation(db.message().to_owned());
         }
         return DbError::Other(format!("{}: {}", db.code().code(), db.message()));
@@ -119,13 +111,7 @@ const PLAN_REFRESH: Duration = Duration::from_secs(5);
 
 /// A PostgreSQL connection with its prepared-statement cache, seen through [`Conn`].
 pub(crate) struct PgConn {
-    /// Drives the client and its connection (a current-thread runtime: the connection makes
-    /// progress only while this thread waits on it, which is the only time it has to).
-    rt: Runtime,
     client: Client,
-    /// Transaction-control statements held back, sent with the next statement (see the
-    /// module): `;`-separated, empty when none.
-    pending: String,
     statements: HashMap<String, Statement>,
     /// When the cache was last emptied (see [`PLAN_REFRESH`]).
     prepared_since: Instant,
@@ -140,8 +126,8 @@ pub(crate) struct PgConn {
 
 impl PgConn {
     /// Maps an error, marking the lock conflicts another try would not meet.
-    fn fail(&mut self, e: tokio_postgres::Error) -> DbError {
-        use tokio_postgres::error::SqlState;
+    fn fail(&mut self, e: postgres::Error) -> DbError {
+        use postgres::error::SqlState;
         if let Some(code) = e.code()
             && (*code == SqlState::T_R_DEADLOCK_DETECTED
                 || *code == SqlState::T_R_SERIALIZATION_FAILURE)
@@ -149,27 +135,6 @@ impl PgConn {
             self.contention = true;
         }
         map_err(e)
-    }
-
-    /// Holds `sql` back to send with the next statement when it is transaction control that
-    /// cannot fail on a healthy session; says whether it did.
-    ///
-    /// Why holding them is safe: `BEGIN` fails only with the session (the statement sent
-    /// with it then fails too), a `SAVEPOINT` or its `RELEASE` only in a transaction that
-    /// already failed (every statement after them then fails too), so their error, reported
-    /// with the next statement's, never lets a write run outside its transaction or
-    /// savepoint unnoticed.
-    fn hold(&mut self, sql: &str) -> bool {
-        let held = sql == "BEGIN"
-            || sql.starts_with("SAVEPOINT ")
-            || sql.starts_with("RELEASE SAVEPOINT ");
-        if held {
-            if !self.pending.is_empty() {
-                self.pending.push_str("; ");
-            }
-            self.pending.push_str(sql);
-        }
-        held
     }
 
     fn statement(&mut self, sql: &str) -> Result<Statement, DbError> {
@@ -180,10 +145,7 @@ impl PgConn {
         if let Some(s) = self.statements.get(sql) {
             return Ok(s.clone());
         }
-        let s = self
-            .rt
-            .block_on(self.client.prepare(sql))
-            .map_err(|e| self.fail(e))?;
+        let s = self.client.prepare(sql).map_err(|e| self.fail(e))?;
         if self.statements.len() > 512 {
             self.statements.clear();
         }
@@ -202,47 +164,14 @@ impl Conn for PgConn {
     }
 
     fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, DbError> {
-        if params.is_empty() && self.hold(sql) {
-            return Ok(0);
-        }
         let stmt = self.statement(sql)?;
-        let pending = std::mem::take(&mut self.pending);
-        let params = refs(params);
-        let client = &self.client;
-        let done = self.rt.block_on(async {
-            if pending.is_empty() {
-                return client.execute(&stmt, &params).await;
-            }
-            // `join` polls the held statements first: requests go out in the order they
-            // are first polled.
-            let (held, done) = futures_util::future::join(
-                client.batch_execute(&pending),
-                client.execute(&stmt, &params),
-            )
-            .await;
-            held.and(done)
-        });
+        let done = self.client.execute(&stmt, &refs(params));
         done.map_err(|e| self.fail(e))
     }
 
     fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
         let stmt = self.statement(sql)?;
-        let pending = std::mem::take(&mut self.pending);
-        let params = refs(params);
-        let client = &self.client;
-        let rows = self.rt.block_on(async {
-            if pending.is_empty() {
-                return client.query(&stmt, &params).await;
-            }
-            // `join` polls the held statements first: requests go out in the order they
-            // are first polled.
-            let (held, rows) = futures_util::future::join(
-                client.batch_execute(&pending),
-                client.query(&stmt, &params),
-            )
-            .await;
-            held.and(rows)
-        });
+        let rows = self.client.query(&stmt, &refs(params));
         let rows = rows.map_err(|e| self.fail(e))?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
@@ -259,22 +188,7 @@ impl Conn for PgConn {
     }
 
     fn batch(&mut self, sql: &str) -> Result<(), DbError> {
-        if self.hold(sql) {
-            return Ok(());
-        }
-        // A transaction that wrote nothing ends without a word to the server.
-        if self.pending == "BEGIN" && matches!(sql, "COMMIT" | "ROLLBACK") {
-            self.pending.clear();
-            return Ok(());
-        }
-        let text = if self.pending.is_empty() {
-            sql.to_owned()
-        } else {
-            // One simple query: inside the transaction the held statements began, each
-            // statement of it takes effect as if sent alone.
-            format!("{}; {sql}", std::mem::take(&mut self.pending))
-        };
-        let done = self.rt.block_on(self.client.batch_execute(&text));
+        let done = self.client.batch_execute(sql);
         done.map_err(|e| self.fail(e))
     }
 
@@ -297,22 +211,9 @@ impl Conn for PgConn {
 }
 
 fn connect(url: &str) -> Result<PgConn, DbError> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| DbError::Other(format!("a PostgreSQL thread's runtime: {e}")))?;
-    let (client, connection) = rt
-        .block_on(tokio_postgres::connect(url, NoTls))
-        .map_err(map_err)?;
-    rt.spawn(async move {
-        if let Err(e) = connection.await {
-            tracing::warn!(error = %e, "PostgreSQL connection ended");
-        }
-    });
+    let client = Client::connect(url, NoTls).map_err(map_err)?;
     Ok(PgConn {
-        rt,
         client,
-        pending: String::new(),
         statements: HashMap::new(),
         prepared_since: Instant::now(),
         contention: false,

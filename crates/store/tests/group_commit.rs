@@ -106,9 +106,9 @@ async fn one_batch(store: &Store) {
     assert_eq!(rows(store).await, expected);
 }
 
-/// A write alone in its batch, repeatable or once, that fails after writing leaves nothing:
-/// its transaction began before its first statement (on PostgreSQL the `BEGIN` is held back
-/// and sent in the same round trip as that statement, and must reach the server first).
+/// A write alone in its batch, repeatable or once, that fails after writing leaves nothing
+/// (it runs without a savepoint: its transaction is what is rolled back), and one that
+/// writes nothing leaves the connection ready for the next.
 async fn lone_writes(store: &Store) {
     let failed = store
         .write_repeatable(|c| {
