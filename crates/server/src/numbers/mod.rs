@@ -163,8 +163,16 @@ pub(crate) async fn buy(
                     format!("buying costs {debit} cents; the credit is {balance} cents"),
                 ));
             }
+            // Failing here undoes the debit: the reservation was cancelled or expired by
+            // another session since it was read.
             let numbers =
-                reservations::complete_purchase(c, account_id, &r, now, now.plus_months(1))?;
+                reservations::complete_purchase(c, account_id, &r, now, now.plus_months(1))?
+                    .ok_or_else(|| {
+                        AppError::new(
+                            ErrorCode::ReservationExpired,
+                            "this reservation is no longer held: reserve again",
+                        )
+                    })?;
             for n in &numbers {
                 events::emit(
                     c,
@@ -187,20 +195,26 @@ pub(crate) async fn cancel(state: &AppState, account_id: i64, token: String) -> 
         .write(move |c| {
             let r = reservations::get_current(c, account_id, &token, now)?
                 .ok_or_else(|| AppError::not_found("reservation"))?;
-            match r.status.as_str() {
-                status::RESERVED => {
-                    reservations::cancel(c, r.id, now)?;
-                    Ok(())
-                }
-                status::BOUGHT => Err(AppError::invalid(
+            if r.status == status::RESERVED && reservations::cancel(c, r.id, now)? {
+                return Ok(());
+            }
+            // Not held, or not any more: a purchase or the expiry came first meanwhile (on
+            // PostgreSQL the cancel waited for it; a new read sees what it made).
+            let current = match r.status.as_str() {
+                status::RESERVED => reservations::get(c, account_id, &token)?
+                    .map_or_else(|| r.status.clone(), |again| again.status),
+                _ => r.status.clone(),
+            };
+            Err(match current.as_str() {
+                status::BOUGHT => AppError::invalid(
                     "token",
                     "this reservation was bought: release the numbers instead",
-                )),
-                other => Err(AppError::new(
+                ),
+                other => AppError::new(
                     ErrorCode::ReservationExpired,
                     format!("this reservation is already {other}"),
-                )),
-            }
+                ),
+            })
         })
         .await
 }

@@ -156,6 +156,15 @@ impl TestApp {
         })
     }
 
+    /// The URL of the test's PostgreSQL schema (a session of the test's own beside the
+    /// server's, to race it); None on SQLite.
+    pub(crate) fn postgres_url(&self) -> Option<String> {
+        match &self.config.database_url {
+            DatabaseUrl::Postgres(url) => Some(url.clone()),
+            DatabaseUrl::Sqlite(_) => None,
+        }
+    }
+
     /// Runs every kind of due background work once, as the workers would, and waits (at
     /// most 30 s) for what it started on tasks of their own (SMS submissions, webhook tries,
     /// runs, conversions) to end.

@@ -6,7 +6,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::both_backends;
-use crate::helpers::{TestAccount, TestApp, assert_error, send};
+use crate::helpers::{Backend, TestAccount, TestApp, assert_error, send};
 
 both_backends!(
     store_lists_what_is_on_offer,
@@ -610,4 +610,128 @@ async fn racing_accounts_and_nodes_never_share_a_number(app: TestApp) {
         "exactly the 100 numbers were sold, in lots of 10"
     );
     assert!(all.iter().all(|n| n.starts_with("+1201")));
+}
+
+/// On PostgreSQL, another session moves the reservation of `token` to `status` (and frees
+/// its numbers) while `request` is under way: the request reads the reservation held, then
+/// waits on its row until that session commits. Gives the request's answer.
+async fn raced_by_another_session(
+    app: &TestApp,
+    token: &str,
+    status: &'static str,
+    request: reqwest::RequestBuilder,
+    waits_in: &'static str,
+) -> (reqwest::StatusCode, Value) {
+    let url = app.postgres_url().expect("a PostgreSQL app");
+    let (locked_tx, locked_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let (u, t) = (url.clone(), token.to_owned());
+    let other = std::thread::spawn(move || {
+        let mut c = postgres::Client::connect(&u, postgres::NoTls).expect("connect");
+        let mut tx = c.transaction().expect("begin");
+        let n = tx
+            .execute(
+                "UPDATE reservations SET status = $2 WHERE token = $1 AND status = 'reserved'",
+                &[&t, &status],
+            )
+            .expect("the other session's change");
+        tx.execute(
+            "UPDATE numbers SET reservation_id = NULL WHERE reservation_id = (SELECT id FROM reservations WHERE token = $1)",
+            &[&t],
+        )
+        .expect("free the numbers");
+        locked_tx.send(n).expect("tell");
+        go_rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("told to commit");
+        tx.commit().expect("commit");
+    });
+    assert_eq!(
+        locked_rx.recv_timeout(std::time::Duration::from_secs(60)),
+        Ok(1)
+    );
+    let raced = tokio::spawn(send(request));
+    // Until the request waits on the reservation's row (at most a minute).
+    let waiting = tokio::task::spawn_blocking(move || {
+        let mut c = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while std::time::Instant::now() < deadline {
+            let n: i64 = c
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
+                     AND starts_with(query, $1)",
+                    &[&waits_in],
+                )
+                .expect("pg_stat_activity")
+                .get(0);
+            if n > 0 {
+                return true;
+            }
+            std::thread::yield_now();
+        }
+        false
+    })
+    .await
+    .expect("join");
+    assert!(waiting, "the request waits on the reservation's row");
+    go_tx.send(()).expect("go");
+    other.join().expect("the other session");
+    raced.await.expect("the request")
+}
+
+/// PostgreSQL: a reservation cancelled by another session while its purchase is under way
+/// (the purchase read it held and debited): the purchase is refused with
+/// `reservation_expired`, debits nothing and gives no number; a cancel that an expiry
+/// overtook the same way is told so instead of succeeding. (On SQLite one writer at a
+/// time: no session can come in between.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reservation_changed_meanwhile_is_neither_bought_nor_cancelled() {
+    let Some(app) = TestApp::spawn(Backend::Postgres).await else {
+        crate::helpers::skip("set DIALTONE_TEST_DATABASE_URL to run this test on PostgreSQL");
+        return;
+    };
+    let acct = app.account().await;
+    let (status, r) = reserve(&app, &acct, "country=GB&type=mobile").await;
+    assert_eq!(status, 200, "{r}");
+    let token = r["token"].as_str().unwrap().to_owned();
+    let buy = app.req(&acct, Method::POST, &format!("/v2.0/numbers/store/{token}"));
+    let (status, body) = raced_by_another_session(
+        &app,
+        &token,
+        "cancelled",
+        buy,
+        "UPDATE reservations SET status = 'bought'",
+    )
+    .await;
+    assert_error(status, &body, 400, "reservation_expired");
+    let (_, credit) = send(app.req(&acct, Method::GET, "/v2.0/billing/credit")).await;
+    assert_eq!(credit["amount"], "100000.00", "nothing debited");
+    let (_, list) = send(app.req(&acct, Method::GET, "/v2.0/numbers")).await;
+    assert_eq!(list["total"], 0, "no number given");
+    let (_, r) = send(app.req(&acct, Method::GET, &format!("/v2.0/numbers/store/{token}"))).await;
+    assert_eq!(r["status"], "cancelled");
+
+    let (status, r) = reserve(&app, &acct, "country=GB&type=mobile").await;
+    assert_eq!(status, 200, "{r}");
+    let token = r["token"].as_str().unwrap().to_owned();
+    let cancel = app.req(
+        &acct,
+        Method::DELETE,
+        &format!("/v2.0/numbers/store/{token}"),
+    );
+    let (status, body) = raced_by_another_session(
+        &app,
+        &token,
+        "expired",
+        cancel,
+        "UPDATE reservations SET status = 'cancelled'",
+    )
+    .await;
+    assert_error(status, &body, 400, "reservation_expired");
+    assert!(
+        body.to_string().contains("already expired"),
+        "the answer says what happened: {body}"
+    );
+    let (_, r) = send(app.req(&acct, Method::GET, &format!("/v2.0/numbers/store/{token}"))).await;
+    assert_eq!(r["status"], "expired");
 }

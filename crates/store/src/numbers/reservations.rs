@@ -257,18 +257,24 @@ pub fn get_current(
 }
 
 /// Marks a held reservation bought and gives its numbers to the account. The caller has
-/// checked the status and debited the setup price in the same transaction.
+/// checked the status and debited the setup price in the same transaction. None, with
+/// nothing written here, when the reservation is no longer held: another session cancelled
+/// or expired it after the caller read it (on PostgreSQL the status check waits for that
+/// session and sees its commit), and the caller must then undo its debit by failing.
 pub fn complete_purchase(
     conn: &mut dyn Conn,
     account_id: i64,
     reservation: &Reservation,
     now: Timestamp,
     paid_until: Timestamp,
-) -> Result<Vec<Number>, DbError> {
-    conn.execute(
+) -> Result<Option<Vec<Number>>, DbError> {
+    let held = conn.execute(
         "UPDATE reservations SET status = 'bought', updated = $1 WHERE id = $2 AND status = 'reserved'",
         params![now, reservation.id],
     )?;
+    if held == 0 {
+        return Ok(None);
+    }
     conn.execute(
         "UPDATE numbers SET account_id = $1, assigned = $2, paid_until = $3, reservation_id = NULL WHERE reservation_id = $4",
         params![account_id, now, paid_until, reservation.id],
@@ -279,7 +285,8 @@ pub fn complete_purchase(
     )?
     .iter()
     .map(from_row)
-    .collect()
+    .collect::<Result<_, _>>()
+    .map(Some)
 }
 
 /// Cancels a held reservation; false when it was not held.
@@ -288,6 +295,9 @@ pub fn cancel(conn: &mut dyn Conn, reservation_id: i64, now: Timestamp) -> Resul
         "UPDATE reservations SET status = 'cancelled', updated = $1 WHERE id = $2 AND status = 'reserved'",
         params![now, reservation_id],
     )?;
+    if n == 0 {
+        return Ok(false);
+    }
     conn.execute(
         "UPDATE numbers SET reservation_id = NULL WHERE reservation_id = $1",
         params![reservation_id],
