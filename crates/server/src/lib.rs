@@ -34,8 +34,6 @@ pub(crate) mod speech;
 pub mod state;
 pub(crate) mod tally;
 pub(crate) mod tasks;
-#[cfg(test)]
-mod test_postgres;
 pub mod tls;
 pub(crate) mod v2;
 pub(crate) mod voice;

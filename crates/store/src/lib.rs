@@ -41,6 +41,7 @@ pub mod sms_queue;
 pub mod sql;
 mod sqlite;
 pub mod tasks;
+pub mod test_schema;
 mod wal_checkpoints;
 mod wal_sync;
 pub mod webhooks;

@@ -162,7 +162,9 @@ async fn a_stale_step_leaves_nothing_behind_on_sqlite() {
 
 #[tokio::test]
 async fn a_stale_step_leaves_nothing_behind_on_postgres() {
-    let Some((store, _schema)) = crate::test_postgres::store("driver_stale").await else {
+    let Some((store, _schema)) =
+        dialtone_store::test_schema::postgres_store("driver_stale", &StoreOptions::default()).await
+    else {
         return;
     };
     a_stale_step_leaves_nothing_behind(store).await;

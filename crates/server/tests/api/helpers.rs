@@ -7,6 +7,7 @@ use dialtone::config::Config;
 use dialtone::state::AppState;
 use dialtone_domain::{ManualClock, Timestamp};
 use dialtone_store::DatabaseUrl;
+use dialtone_store::test_schema::TestSchema;
 use reqwest::{Method, RequestBuilder, StatusCode};
 use serde_json::Value;
 
@@ -52,25 +53,6 @@ pub(crate) fn skip(reason: &str) {
     eprintln!("SKIPPED: {reason}");
 }
 
-/// A PostgreSQL schema made for one test and dropped after it.
-struct PgSchema {
-    admin_url: String,
-    name: String,
-}
-
-impl Drop for PgSchema {
-    fn drop(&mut self) {
-        let (url, name) = (self.admin_url.clone(), self.name.clone());
-        // Drop runs inside the test's runtime: use a plain thread for the blocking client.
-        let _ = std::thread::spawn(move || {
-            if let Ok(mut c) = postgres::Client::connect(&url, postgres::NoTls) {
-                let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {name} CASCADE"));
-            }
-        })
-        .join();
-    }
-}
-
 /// A running server on a fresh database.
 pub(crate) struct TestApp {
     pub base: String,
@@ -82,7 +64,7 @@ pub(crate) struct TestApp {
     pub state: AppState,
     config: Config,
     _dir: tempfile::TempDir,
-    _schema: Option<PgSchema>,
+    _schema: Option<TestSchema>,
 }
 
 /// An account made through the operator API, with its secrets.
@@ -126,19 +108,13 @@ impl TestApp {
         if backend == Backend::Postgres {
             let admin_url = std::env::var("DIALTONE_TEST_DATABASE_URL").ok()?;
             let name = format!("t_{}", hex_id());
-            let (url, n) = (admin_url.clone(), name.clone());
-            tokio::task::spawn_blocking(move || {
-                let mut c = postgres::Client::connect(&url, postgres::NoTls)
-                    .expect("connect to the test database");
-                c.batch_execute(&format!("CREATE SCHEMA {n}"))
-                    .expect("create schema");
+            let (made, url) = tokio::task::spawn_blocking(move || {
+                TestSchema::create(&admin_url, &name).expect("the test's schema")
             })
             .await
             .expect("join");
-            let sep = if admin_url.contains('?') { '&' } else { '?' };
-            config.database_url =
-                DatabaseUrl::Postgres(format!("{admin_url}{sep}options=-csearch_path%3D{name}"));
-            schema = Some(PgSchema { admin_url, name });
+            config.database_url = url;
+            schema = Some(made);
         }
         adjust(&mut config);
         let clock = ManualClock::new(Timestamp::from_millis(START));

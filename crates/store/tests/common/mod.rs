@@ -1,5 +1,5 @@
 //! Stores for the tests of this crate: a SQLite file, and a PostgreSQL schema of its own
-//! when `DIALTONE_TEST_DATABASE_URL` is set.
+//! when `DIALTONE_TEST_DATABASE_URL` is set (`dialtone_store::test_schema`).
 
 use dialtone_domain::account::BillingMode;
 use dialtone_domain::{Money, Timestamp};
@@ -16,53 +16,7 @@ pub(crate) async fn sqlite() -> (Store, tempfile::TempDir) {
     (store, dir)
 }
 
-/// A PostgreSQL schema made for one test, dropped with it.
-pub(crate) struct Schema {
-    admin: String,
-    name: String,
-}
-
-impl Drop for Schema {
-    fn drop(&mut self) {
-        run(
-            &self.admin,
-            format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name),
-        );
-    }
-}
-
-fn run(admin: &str, sql: String) {
-    let admin = admin.to_owned();
-    std::thread::spawn(move || {
-        let mut c = postgres::Client::connect(&admin, postgres::NoTls).expect("connect");
-        c.batch_execute(&sql).expect("schema");
-    })
-    .join()
-    .expect("join");
-}
-
-/// A store on PostgreSQL in a fresh schema named `prefix` and the process id, or None (the
-/// test says it was skipped) without `DIALTONE_TEST_DATABASE_URL`. Drop the store before
-/// the schema.
-pub(crate) async fn postgres(prefix: &str, options: &StoreOptions) -> Option<(Store, Schema)> {
-    let Ok(admin) = std::env::var("DIALTONE_TEST_DATABASE_URL") else {
-        assert!(
-            std::env::var_os("DIALTONE_REQUIRE_PEERS").is_none(),
-            "a required peer is missing: DIALTONE_TEST_DATABASE_URL (PostgreSQL)"
-        );
-        eprintln!("SKIPPED: set DIALTONE_TEST_DATABASE_URL to run this test on PostgreSQL");
-        return None;
-    };
-    let name = format!("{prefix}_{}", std::process::id());
-    run(
-        &admin,
-        format!("DROP SCHEMA IF EXISTS {name} CASCADE; CREATE SCHEMA {name}"),
-    );
-    let sep = if admin.contains('?') { '&' } else { '?' };
-    let url = DatabaseUrl::Postgres(format!("{admin}{sep}options=-csearch_path%3D{name}"));
-    let store = Store::open(&url, options).await.expect("open PostgreSQL");
-    Some((store, Schema { admin, name }))
-}
+pub(crate) use dialtone_store::test_schema::postgres_store as postgres;
 
 /// A prepaid account named `name` (its key hash and id made from it) holding `credit`, with
 /// no warning level and `shutdown` as its shutdown level: its id.
