@@ -118,6 +118,7 @@ async fn housekeeping(state: &AppState) -> anyhow::Result<usize> {
     let now = state.clock.now();
     let expired = state
         .store
+        .background()
         .write_repeatable(move |c| reservations::expire_due(c, now, BATCH))
         .await?;
     let fees = crate::billing::charge_monthly_fees(state).await?;
@@ -131,6 +132,7 @@ async fn housekeeping(state: &AppState) -> anyhow::Result<usize> {
     } else {
         state
             .store
+            .background()
             .write_repeatable(move |c| dialtone_store::idempotency::purge(c, now, BATCH))
             .await?
     };
@@ -155,6 +157,7 @@ async fn prune(state: &AppState) -> anyhow::Result<usize> {
     );
     let pruned = state
         .store
+        .background()
         .write_repeatable(move |c| dialtone_store::retention::prune(c, events, runs, exports))
         .await?;
     if pruned.total() == 0 {

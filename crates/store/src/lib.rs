@@ -23,6 +23,7 @@ pub mod key_cache;
 pub mod migrate;
 pub mod numbers;
 mod open_batch;
+mod pg_queues;
 mod pool;
 mod postgres;
 pub mod rates;
@@ -113,6 +114,9 @@ impl Default for StoreOptions {
 #[derive(Clone)]
 pub struct Store {
     writes: Sender<WriteJob>,
+    /// Where [`Store::background`] sends its writes: on PostgreSQL a queue of their own,
+    /// on SQLite the writer's one queue.
+    background: Sender<WriteJob>,
     reads: Sender<ReadJob>,
     /// SQLite only: connections for [`Store::lookup`] on the caller's thread.
     inline: Option<Arc<sqlite::InlineReaders>>,
@@ -171,7 +175,7 @@ impl Store {
     }
 
     fn open_blocking(url: &DatabaseUrl, options: &StoreOptions) -> Result<Self, DbError> {
-        let (writes, reads, inline, checkpoints, wal_sync, dialect) = match url {
+        let (writes, background, reads, inline, checkpoints, wal_sync, dialect) = match url {
             DatabaseUrl::Sqlite(path) => {
                 let counts = Arc::new(wal_checkpoints::CheckpointCounts::default());
                 let started = sqlite::start(
@@ -182,6 +186,7 @@ impl Store {
                 )?;
                 let inline = sqlite::InlineReaders::new(path, options.synchronous);
                 (
+                    started.writes.clone(),
                     started.writes,
                     started.reads,
                     Some(Arc::new(inline)),
@@ -191,12 +196,21 @@ impl Store {
                 )
             }
             DatabaseUrl::Postgres(url) => {
-                let (w, r) = postgres::start(url, options.connections)?;
-                (w, r, None, None, None, Dialect::Postgres)
+                let started = postgres::start(url, options.connections)?;
+                (
+                    started.writes,
+                    started.background,
+                    started.reads,
+                    None,
+                    None,
+                    None,
+                    Dialect::Postgres,
+                )
             }
         };
         Ok(Self {
             writes,
+            background,
             reads,
             inline,
             dialect,
@@ -204,6 +218,18 @@ impl Store {
             checkpoints,
             wal_sync,
         })
+    }
+
+    /// The same store for background work (the workers' ticks): its writes are never
+    /// committed in one transaction with requests' writes, so a request's answer does not
+    /// wait for a worker's statements, and they never take every connection while requests
+    /// wait (PostgreSQL; see `postgres::connection_loop`). On SQLite the one writer takes
+    /// both in turn as before: there the SMS worker sizes its own share (`sms::pacing`).
+    pub fn background(&self) -> Store {
+        Store {
+            writes: self.background.clone(),
+            ..self.clone()
+        }
     }
 
     /// Which backend this is.

@@ -6,11 +6,11 @@ use std::error::Error as StdError;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender, select};
 use postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
 use postgres::{Client, NoTls, Statement};
 
-use crate::pool::{MAX_BATCH, ReadJob, WriteJob, run_write_batch};
+use crate::pg_queues::{Next, Queues, Started};
+use crate::pool::run_write_batch;
 use crate::sql::{Conn, DbError, Dialect, Row, Value};
 
 type BoxError = Box<dyn StdError + Sync + Send>;
@@ -222,50 +222,34 @@ fn connect(url: &str) -> Result<PgConn, DbError> {
     })
 }
 
-/// Connects `size` threads to `url` and returns their write and read queues.
-pub(crate) fn start(
-    url: &str,
-    size: usize,
-) -> Result<(Sender<WriteJob>, Sender<ReadJob>), DbError> {
-    let (write_tx, write_rx) = crossbeam_channel::unbounded::<WriteJob>();
-    let (read_tx, read_rx) = crossbeam_channel::unbounded::<ReadJob>();
-    for i in 0..size.max(1) {
+/// Connects `size` threads to `url` and returns their queues.
+pub(crate) fn start(url: &str, size: usize) -> Result<Started, DbError> {
+    let size = size.max(1);
+    let (started, queues) = Queues::new(size);
+    for (i, queues) in queues.into_iter().enumerate() {
         let conn = connect(url)?;
-        let (w, r, url) = (write_rx.clone(), read_rx.clone(), url.to_owned());
+        let url = url.to_owned();
         thread::Builder::new()
             .name(format!("pg-{i}"))
-            .spawn(move || connection_loop(conn, &url, w, r))
+            .spawn(move || connection_loop(conn, &url, &queues))
             .map_err(|e| DbError::Other(e.to_string()))?;
     }
-    Ok((write_tx, read_tx))
+    Ok(started)
 }
 
-fn connection_loop(
-    mut conn: PgConn,
-    url: &str,
-    writes: Receiver<WriteJob>,
-    reads: Receiver<ReadJob>,
-) {
+/// Runs the jobs of one connection: batches of writes as [`Queues`] hands them out (never
+/// requests' and background work's together), and reads.
+fn connection_loop(mut conn: PgConn, url: &str, queues: &Queues) {
     loop {
         if conn.client.is_closed() {
             conn = reconnect(url);
         }
-        select! {
-            recv(writes) -> job => {
-                let Ok(first) = job else { return };
-                let mut batch = vec![first];
-                while batch.len() < MAX_BATCH {
-                    match writes.try_recv() {
-                        Ok(job) => batch.push(job),
-                        Err(_) => break,
-                    }
-                }
-                run_write_batch(&mut conn, "BEGIN", batch);
+        match queues.next() {
+            Next::Write(batch, kind) => {
+                queues.run(kind, || run_write_batch(&mut conn, "BEGIN", batch))
             }
-            recv(reads) -> job => {
-                let Ok(job) = job else { return };
-                job(&mut conn);
-            }
+            Next::Read(job) => job(&mut conn),
+            Next::Closed => return,
         }
     }
 }

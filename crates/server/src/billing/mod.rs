@@ -43,6 +43,7 @@ pub(crate) async fn charge_monthly_fees(state: &AppState) -> anyhow::Result<usiz
     let now = state.clock.now();
     let handled = state
         .store
+        .background()
         .write_repeatable(move |c| {
             let due = billing::due_fees(c, now, BATCH)?;
             for fee in &due {

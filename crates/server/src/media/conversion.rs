@@ -47,6 +47,7 @@ pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
     let public_url = state.config.public_url();
     let claimed = state
         .store
+        .background()
         .write(move |c| {
             let mut plan = plan;
             let claimed = audio_files::claim_conversions(
@@ -88,6 +89,7 @@ pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
             let public_url = state.config.public_url();
             let recorded = state
                 .store
+                .background()
                 .write(move |c| {
                     if let Some(file) = audio_files::finish_conversion(c, &job, &outcome, now)? {
                         emit_status(c, &public_url, &file, now)?;

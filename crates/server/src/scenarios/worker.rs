@@ -24,6 +24,7 @@ pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
     let plan = state.runs.plan();
     let due = state
         .store
+        .background()
         .write_repeatable(move |c| {
             let mut plan = plan.clone();
             runs::claim_due(c, now, LEASE_MS, BATCH, &full, &mut |r| {

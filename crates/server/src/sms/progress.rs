@@ -31,6 +31,7 @@ pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
     let st = state.clone();
     let (to_submit, moved, scheduled, received) = state
         .store
+        .background()
         .write_repeatable(move |c| {
             let mut moves = Moves::default();
             let mut submit = Vec::new();

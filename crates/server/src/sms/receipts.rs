@@ -124,6 +124,7 @@ pub(crate) async fn sweep(state: &AppState) -> anyhow::Result<usize> {
     let now = state.clock.now();
     let matched = state
         .store
+        .background()
         .write_repeatable(move |c| {
             let mut matched = 0;
             for r in smpp_receipts::due(c, now, SWEEP_BATCH)? {

@@ -178,6 +178,7 @@ async fn record_part(
     let now = state.clock.now();
     state
         .store
+        .background()
         .write_repeatable(move |c| {
             let key = receipt::id_key(&message_id);
             if sms_parts::insert(c, sms_id, &network, part as i64, &key, now)?
@@ -202,6 +203,7 @@ async fn settle(
     let now = state.clock.now();
     state
         .store
+        .background()
         .write_repeatable(move |c| {
             let Some(sms) = store::by_id_locked(c, sms_id)? else {
                 return Ok(());

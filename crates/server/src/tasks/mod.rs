@@ -136,6 +136,7 @@ pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
     let now = state.clock.now();
     let claimed = state
         .store
+        .background()
         .write(move |c| tasks::claim(c, now, LEASE_MS, 20))
         .await?;
     let n = claimed.len();
@@ -147,6 +148,7 @@ pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
         let (st, secret) = (state.clone(), secret.clone());
         state
             .store
+            .background()
             .write(move |c| slice(c, &st, &task, &secret))
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?;

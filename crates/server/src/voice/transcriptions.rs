@@ -53,6 +53,7 @@ pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
     chosen.truncate(room);
     let claimed = state
         .store
+        .background()
         .write(move |c| {
             let mut claimed = Vec::with_capacity(chosen.len());
             for &account in &chosen {
@@ -99,6 +100,7 @@ async fn transcribe(state: &AppState, job: TranscriptJob) -> anyhow::Result<()> 
     let (id, now) = (job.id, state.clock.now());
     let finished = state
         .store
+        .background()
         .write(move |c| {
             let outcome = match &outcome {
                 Ok(text) => Ok(text.as_str()),

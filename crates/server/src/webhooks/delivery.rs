@@ -146,6 +146,7 @@ pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
     let plan = state.deliveries.planner();
     let due = state
         .store
+        .background()
         .write_repeatable(move |c| {
             // A run again after a rollback starts from the same plan.
             let mut plan = plan.clone();
@@ -224,6 +225,7 @@ async fn record_loop(state: AppState, mut rx: mpsc::UnboundedReceiver<RecordedTr
             batch.iter().map(|r| (r.attempt.clone(), r.next)).collect();
         let written = state
             .store
+            .background()
             .write_repeatable(move |c| deliveries::record_many(c, &rows, now))
             .await;
         if let Err(e) = written {
