@@ -117,6 +117,8 @@ pub struct Store {
     /// Where [`Store::background`] sends its writes: on PostgreSQL a queue of their own,
     /// on SQLite the writer's one queue.
     background: Sender<WriteJob>,
+    /// Whose writes this handle makes: requests' or background work's.
+    lane: Lane,
     reads: Sender<ReadJob>,
     /// SQLite only: connections for [`Store::lookup`] on the caller's thread.
     inline: Option<Arc<sqlite::InlineReaders>>,
@@ -154,6 +156,13 @@ impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
     }
+}
+
+/// Whose writes a [`Store`] handle makes (see [`Store::background`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lane {
+    Requests,
+    Background,
 }
 
 impl std::fmt::Debug for Store {
@@ -211,6 +220,7 @@ impl Store {
         Ok(Self {
             writes,
             background,
+            lane: Lane::Requests,
             reads,
             inline,
             dialect,
@@ -223,11 +233,12 @@ impl Store {
     /// The same store for background work (the workers' ticks): its writes are never
     /// committed in one transaction with requests' writes, so a request's answer does not
     /// wait for a worker's statements, and they never take every connection while requests
-    /// wait (PostgreSQL; see `postgres::connection_loop`). On SQLite the one writer takes
-    /// both in turn as before: there the SMS worker sizes its own share (`sms::pacing`).
+    /// wait (PostgreSQL; see `pg_queues`). On SQLite the one writer takes both in turn: there
+    /// the SMS worker sizes its own share (`sms::pacing`), and holding background work
+    /// back was measured and not kept (docs/benchmarks.md).
     pub fn background(&self) -> Store {
         Store {
-            writes: self.background.clone(),
+            lane: Lane::Background,
             ..self.clone()
         }
     }
@@ -300,9 +311,11 @@ impl Store {
     {
         let (tx, rx) = tokio::sync::oneshot::channel::<Result<T, E>>();
         let _counted = InFlight::enter(&self.in_flight);
-        self.writes
-            .send(make(tx))
-            .map_err(|_| E::from(DbError::Closed))?;
+        let queue = match self.lane {
+            Lane::Requests => &self.writes,
+            Lane::Background => &self.background,
+        };
+        queue.send(make(tx)).map_err(|_| E::from(DbError::Closed))?;
         rx.await.map_err(|_| E::from(DbError::Closed))?
     }
 
