@@ -8,12 +8,14 @@
 //! never holds every connection: at most all connections but one run it at a time, so a
 //! request always finds a connection that is not busy with a tick. The first thread looks
 //! at the background queue before the requests' one, the others after it: a load of
-//! requests never stops the workers, and the workers never stop requests.
+//! requests never stops the workers, and the workers never stop requests. Reads and writes
+//! are taken in turn.
 //!
 //! Measured on the SMS benchmark (docs/benchmarks.md, "Requests apart from background
 //! work"): with ticks batched with requests, a group of accepted SMS waited for the moves
 //! of the tick ahead of it in its transaction.
 
+use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -31,19 +33,28 @@ pub(crate) struct Started {
     pub(crate) reads: Sender<ReadJob>,
 }
 
-/// Whose writes a batch holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    /// Requests'.
-    Requests,
-    /// Background work's.
-    Background,
+/// A place among the background batches running, held while one runs: given back when
+/// dropped, also when the batch's thread unwinds from a panic, with a ring for a thread
+/// that waits without a place.
+pub(crate) struct Reservation {
+    running: Arc<AtomicUsize>,
+    freed: Sender<()>,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.running.fetch_sub(1, Ordering::AcqRel);
+        // One ring pending is enough: whoever takes it looks again.
+        let _ = self.freed.try_send(());
+    }
 }
 
 /// What a connection thread does next.
 pub(crate) enum Next {
-    /// A batch of writes, one transaction.
-    Write(Vec<WriteJob>, Kind),
+    /// A batch of requests' writes, one transaction.
+    Requests(Vec<WriteJob>),
+    /// A batch of background writes, one transaction, with its place (to drop once run).
+    Background(Vec<WriteJob>, Reservation),
     /// A read.
     Read(ReadJob),
     /// The store is gone: the thread ends.
@@ -54,15 +65,19 @@ pub(crate) enum Next {
 pub(crate) struct Queues {
     writes: Receiver<WriteJob>,
     background: Receiver<WriteJob>,
-    /// To put back a background job taken when its share of the connections was full.
-    requeue: Sender<WriteJob>,
     reads: Receiver<ReadJob>,
     /// This thread looks at the background queue first.
     background_first: bool,
-    /// Background batches running, on every thread.
+    /// Whether this thread looks at reads before writes next time: in turn, so that neither
+    /// a load of writes nor one of reads keeps the other waiting.
+    reads_first: Cell<bool>,
+    /// Background batches running (or places held by a thread waiting for one), on every
+    /// thread.
     running: Arc<AtomicUsize>,
     /// Most background batches running at once: all connections but one (one with one).
     most: usize,
+    /// Rung when a place is given back: a thread waiting without one looks again.
+    freed: (Sender<()>, Receiver<()>),
 }
 
 impl Queues {
@@ -73,15 +88,17 @@ impl Queues {
         let (read_tx, read_rx) = crossbeam_channel::unbounded::<ReadJob>();
         let running = Arc::new(AtomicUsize::new(0));
         let most = size.saturating_sub(1).max(1);
+        let freed = crossbeam_channel::bounded::<()>(1);
         let queues = (0..size.max(1))
             .map(|i| Queues {
                 writes: write_rx.clone(),
                 background: background_rx.clone(),
-                requeue: background_tx.clone(),
                 reads: read_rx.clone(),
                 background_first: i == 0,
+                reads_first: Cell::new(false),
                 running: running.clone(),
                 most,
+                freed: freed.clone(),
             })
             .collect();
         let started = Started {
@@ -92,99 +109,85 @@ impl Queues {
         (started, queues)
     }
 
-    /// Waits for the next job: a batch waiting in one of the write queues (see the module's
-    /// documentation for which first), else whatever comes first.
+    /// Waits for the next job: one already waiting (see [`Queues::ready`]), else whatever
+    /// comes first; background work only while this thread holds a place for it, and a
+    /// thread without one looks again when a place is given back.
     pub(crate) fn next(&self) -> Next {
         loop {
             if let Some(next) = self.ready() {
                 return next;
             }
+            let place = self.reserve();
             let never = crossbeam_channel::never::<WriteJob>();
-            let background = if self.has_room() {
-                &self.background
-            } else {
-                &never
+            let (background, freed) = match place {
+                Some(_) => (&self.background, crossbeam_channel::never::<()>()),
+                None => (&never, self.freed.1.clone()),
             };
             select! {
-                recv(self.writes) -> job => {
-                    let Ok(first) = job else { return Next::Closed };
-                    return Next::Write(batch(&self.writes, first), Kind::Requests);
-                }
-                recv(background) -> job => {
-                    let Ok(first) = job else { return Next::Closed };
-                    if self.reserve() {
-                        return Next::Write(batch(&self.background, first), Kind::Background);
+                recv(self.writes) -> job => return match job {
+                    Ok(first) => Next::Requests(batch(&self.writes, first)),
+                    Err(_) => Next::Closed,
+                },
+                recv(background) -> job => return match (job, place) {
+                    (Ok(first), Some(place)) => {
+                        Next::Background(batch(&self.background, first), place)
                     }
-                    // Another thread took the last place meanwhile: the job waits its turn.
-                    if self.requeue.send(first).is_err() {
-                        return Next::Closed;
-                    }
-                }
-                recv(self.reads) -> job => {
-                    let Ok(job) = job else { return Next::Closed };
-                    return Next::Read(job);
-                }
+                    _ => Next::Closed,
+                },
+                recv(self.reads) -> job => return match job {
+                    Ok(job) => Next::Read(job),
+                    Err(_) => Next::Closed,
+                },
+                recv(freed) -> _ => {}
             }
         }
     }
 
-    /// Runs `batch` (a closure running it), counted among the background batches running
-    /// when it is one (its place was reserved when it was taken).
-    pub(crate) fn run(&self, kind: Kind, batch: impl FnOnce()) {
-        batch();
-        match kind {
-            Kind::Background => {
-                self.running.fetch_sub(1, Ordering::AcqRel);
-            }
-            Kind::Requests => {}
-        }
-    }
-
-    /// A batch already waiting, without blocking.
+    /// A job already waiting, without blocking: a read or a batch of writes, reads and
+    /// writes in turn; of writes, requests' first, or background work's on the thread that
+    /// takes it first (and only with a place free).
     fn ready(&self) -> Option<Next> {
+        let reads_first = self.reads_first.get();
+        self.reads_first.set(!reads_first);
+        let read = || self.reads.try_recv().ok().map(Next::Read);
         let requests = || {
             self.writes
                 .try_recv()
                 .ok()
-                .map(|first| Next::Write(batch(&self.writes, first), Kind::Requests))
+                .map(|first| Next::Requests(batch(&self.writes, first)))
         };
         let background = || {
-            if !self.reserve() {
-                return None;
-            }
-            match self.background.try_recv() {
-                Ok(first) => Some(Next::Write(
-                    batch(&self.background, first),
-                    Kind::Background,
-                )),
-                Err(_) => {
-                    self.running.fetch_sub(1, Ordering::AcqRel);
-                    None
-                }
+            let place = self.reserve()?;
+            let first = self.background.try_recv().ok()?;
+            Some(Next::Background(batch(&self.background, first), place))
+        };
+        let write = || {
+            if self.background_first {
+                background().or_else(requests)
+            } else {
+                requests().or_else(background)
             }
         };
-        if self.background_first {
-            background().or_else(requests)
+        if reads_first {
+            read().or_else(write)
         } else {
-            requests().or_else(background)
+            write().or_else(read)
         }
     }
 
-    /// Whether a background batch could start now.
-    fn has_room(&self) -> bool {
-        self.running.load(Ordering::Acquire) < self.most
-    }
-
     /// Takes a place among the background batches running, when one is free.
-    fn reserve(&self) -> bool {
+    fn reserve(&self) -> Option<Reservation> {
         self.running
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 (n < self.most).then_some(n + 1)
             })
-            .is_ok()
+            .ok()
+            .map(|_| Reservation {
+                running: self.running.clone(),
+                freed: self.freed.0.clone(),
+            })
     }
 }
-
 /// `first` and every job waiting behind it in `rx`, up to [`MAX_BATCH`].
 fn batch(rx: &Receiver<WriteJob>, first: WriteJob) -> Vec<WriteJob> {
     let mut batch = vec![first];

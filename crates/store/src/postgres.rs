@@ -245,8 +245,10 @@ fn connection_loop(mut conn: PgConn, url: &str, queues: &Queues) {
             conn = reconnect(url);
         }
         match queues.next() {
-            Next::Write(batch, kind) => {
-                queues.run(kind, || run_write_batch(&mut conn, "BEGIN", batch))
+            Next::Requests(batch) => run_write_batch(&mut conn, "BEGIN", batch),
+            Next::Background(batch, place) => {
+                run_write_batch(&mut conn, "BEGIN", batch);
+                drop(place);
             }
             Next::Read(job) => job(&mut conn),
             Next::Closed => return,

@@ -131,11 +131,14 @@ async fn background_work_moves_on_under_requests_and_commits_apart() {
     let queued = {
         let (store, background, order) = (store.clone(), store.background(), order.clone());
         tokio::spawn(async move {
-            tokio::join!(
+            // `join!` polls in order, and a write is sent when first polled: the background
+            // write is in its queue before the requests are counted in flight.
+            let (background, one, two) = tokio::join!(
+                background.write(noting("background", &order)),
                 store.write(noting("request 1", &order)),
                 store.write(noting("request 2", &order)),
-                background.write(noting("background", &order)),
-            )
+            );
+            (one, two, background)
         })
     };
     // The three are queued once the writes in flight count them with the blocker.
@@ -153,6 +156,29 @@ async fn background_work_moves_on_under_requests_and_commits_apart() {
     assert_ne!(
         one, background,
         "background work commits apart from requests"
+    );
+}
+
+/// A background write that panics ends its connection's thread, but gives back its place:
+/// the background work after it still runs, on the connection left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_background_write_gives_its_place_back() {
+    let Some((store, _schema)) = postgres("bg_panic", 2).await else {
+        return;
+    };
+    let background = store.background();
+    let panicked = background
+        .write(|_c| -> Result<(), DbError> { panic!("a worker's bug") })
+        .await;
+    assert!(matches!(panicked, Err(DbError::Closed)), "{panicked:?}");
+    let after = tokio::time::timeout(
+        PATIENCE,
+        background.write(|c| c.query_one("SELECT 1", params![]).map(|_| ())),
+    )
+    .await;
+    assert!(
+        matches!(after, Ok(Ok(()))),
+        "background work runs after a panic: {after:?}"
     );
 }
 
