@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crossbeam_channel::{Receiver, Sender, select};
 
-use crate::pool::{MAX_BATCH, ReadJob, WriteJob};
+use crate::pool::{ReadJob, WriteJob, batch};
 
 /// The senders the store holds.
 pub(crate) struct Started {
@@ -187,15 +187,4 @@ impl Queues {
                 freed: self.freed.0.clone(),
             })
     }
-}
-/// `first` and every job waiting behind it in `rx`, up to [`MAX_BATCH`].
-fn batch(rx: &Receiver<WriteJob>, first: WriteJob) -> Vec<WriteJob> {
-    let mut batch = vec![first];
-    while batch.len() < MAX_BATCH {
-        match rx.try_recv() {
-            Ok(job) => batch.push(job),
-            Err(_) => break,
-        }
-    }
-    batch
 }

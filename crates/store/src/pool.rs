@@ -47,6 +47,19 @@ pub(crate) type ReadJob = Box<dyn FnOnce(&mut dyn Conn) + Send>;
 /// Most writes committed in one transaction.
 pub(crate) const MAX_BATCH: usize = 256;
 
+/// `first` and every write waiting behind it in `rx`, up to [`MAX_BATCH`]: the writes of one
+/// transaction.
+pub(crate) fn batch(rx: &crossbeam_channel::Receiver<WriteJob>, first: WriteJob) -> Vec<WriteJob> {
+    let mut batch = vec![first];
+    while batch.len() < MAX_BATCH {
+        match rx.try_recv() {
+            Ok(job) => batch.push(job),
+            Err(_) => break,
+        }
+    }
+    batch
+}
+
 /// A caller's closure, its last result and where to answer. `F` is an `FnOnce` held in an
 /// `Option` (a once job) or an `FnMut` (a repeatable job).
 pub(crate) struct ClosureJob<T, E, F> {

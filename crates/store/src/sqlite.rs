@@ -10,7 +10,7 @@ use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, OpenFlags, ToSql};
 
 use crate::open_batch::OpenBatch;
-use crate::pool::{MAX_BATCH, ReadJob, WriteJob, run_write_batch};
+use crate::pool::{MAX_BATCH, ReadJob, WriteJob, batch, run_write_batch};
 use crate::sql::{Conn, DbError, Dialect, Row, Value};
 use crate::wal_checkpoints::{CheckpointCounts, Checkpoints};
 use crate::wal_sync::WalSync;
@@ -281,14 +281,7 @@ pub(crate) fn start(
 /// every write waiting and commits them together.
 fn writer_loop(conn: Connection, mut checkpoints: Checkpoints, rx: Receiver<WriteJob>) {
     while let Ok(first) = rx.recv() {
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
-            }
-        }
-        run_write_batch(&mut SqliteConn(&conn), "BEGIN IMMEDIATE", batch);
+        run_write_batch(&mut SqliteConn(&conn), "BEGIN IMMEDIATE", batch(&rx, first));
         checkpoints.after_commit(&conn);
     }
 }
