@@ -55,6 +55,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(27, "0027_hot_inserts"),
     migration!(28, "0028_running_runs"),
     migration!(29, "0029_sms_queue"),
+    migration!(30, "0030_event_ids_unindexed"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

@@ -272,3 +272,112 @@ async fn part_ids_are_keyed(store: &Store) {
 }
 
 both!(part_ids_are_keyed, "keys");
+
+/// The event id loses its index (migration 30): every event keeps its id, event id and
+/// data, its deliveries still find it, and on SQLite (whose table is made again) the
+/// deliveries' foreign key still guards it.
+async fn event_ids_lose_their_index(store: &Store) {
+    migrate::run_to(store, 29).await.expect("migrate to 29");
+    let ids = store
+        .write(|c| {
+            c.execute(
+                "INSERT INTO accounts (sid, name, status, currency, billing_mode, credit, login, password_hash, created, updated) \
+                 VALUES ('acct0001', 'a', 'active', 'EUR', 'prepaid', 0, 'a', 'x', 0, 0)",
+                params![],
+            )?;
+            let account = c
+                .query_one("SELECT id FROM accounts WHERE sid = 'acct0001'", params![])?
+                .int(0)?;
+            let mut ids = Vec::new();
+            for (n, event_id) in ["9422146236497234056PGNSmlw2sOrjq", "9422146236497234057AbCdEfGhIjKlM"]
+                .into_iter()
+                .enumerate()
+            {
+                let id = c
+                    .query_one(
+                        "INSERT INTO events (event_id, account_id, type, data, created) \
+                         VALUES ($1, $2, 'sms.mt.status_update', $3, $4) RETURNING id",
+                        params![event_id, account, format!("{{\"n\":{n}}}"), n as i64],
+                    )?
+                    .int(0)?;
+                c.execute(
+                    "INSERT INTO deliveries (account_id, event_id, endpoint, status, created, updated) \
+                     VALUES ($1, $2, 'http://127.0.0.1:9/hook', 'pending', 0, 0)",
+                    params![account, id],
+                )?;
+                ids.push(id);
+            }
+            Ok::<_, DbError>(ids)
+        })
+        .await
+        .expect("fill as release 29 did");
+    assert_eq!(migrate::run_to(store, 30).await.expect("migrate"), vec![30]);
+    let (events, joined, indexes) = store
+        .read(|c| {
+            let events = c
+                .query("SELECT id, event_id, data FROM events ORDER BY id", params![])?
+                .iter()
+                .map(|r| Ok((r.int(0)?, r.text(1)?, r.text(2)?)))
+                .collect::<Result<Vec<_>, DbError>>()?;
+            let joined = c
+                .query(
+                    "SELECT e.event_id FROM deliveries d JOIN events e ON e.id = d.event_id ORDER BY d.id",
+                    params![],
+                )?
+                .iter()
+                .map(|r| r.text(0))
+                .collect::<Result<Vec<_>, DbError>>()?;
+            let indexes = match c.dialect() {
+                dialtone_store::Dialect::Sqlite => c.query(
+                    "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' ORDER BY name",
+                    params![],
+                )?,
+                dialtone_store::Dialect::Postgres => c.query(
+                    "SELECT indexname FROM pg_indexes WHERE tablename = 'events' \
+                     AND schemaname = current_schema() ORDER BY indexname",
+                    params![],
+                )?,
+            }
+            .iter()
+            .map(|r| r.text(0))
+            .collect::<Result<Vec<_>, DbError>>()?;
+            Ok::<_, DbError>((events, joined, indexes))
+        })
+        .await
+        .expect("read");
+    assert_eq!(
+        events,
+        [
+            (
+                ids[0],
+                "9422146236497234056PGNSmlw2sOrjq".to_owned(),
+                "{\"n\":0}".to_owned()
+            ),
+            (
+                ids[1],
+                "9422146236497234057AbCdEfGhIjKlM".to_owned(),
+                "{\"n\":1}".to_owned()
+            ),
+        ]
+    );
+    assert_eq!(
+        joined,
+        [
+            "9422146236497234056PGNSmlw2sOrjq",
+            "9422146236497234057AbCdEfGhIjKlM"
+        ]
+    );
+    let expected: &[&str] = match store.dialect() {
+        dialtone_store::Dialect::Sqlite => &["events_account_recent"],
+        dialtone_store::Dialect::Postgres => &["events_account_recent", "events_pkey"],
+    };
+    assert_eq!(indexes, expected);
+    if store.dialect() == dialtone_store::Dialect::Sqlite {
+        let orphaning = store
+            .write(move |c| c.execute("DELETE FROM events WHERE id = $1", params![ids[0]]))
+            .await;
+        assert!(orphaning.is_err(), "an event with deliveries was deleted");
+    }
+}
+
+both!(event_ids_lose_their_index, "eventids");
