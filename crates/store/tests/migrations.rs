@@ -43,20 +43,24 @@ macro_rules! both {
     };
 }
 
+/// Inserts the account `acct0001` with `credit` as an earlier release's schema holds it;
+/// gives its id.
+fn account(c: &mut dyn dialtone_store::Conn, credit: i64) -> Result<i64, DbError> {
+    c.query_one(
+        "INSERT INTO accounts (sid, name, status, currency, billing_mode, credit, login, password_hash, created, updated) \
+         VALUES ('acct0001', 'a', 'active', 'EUR', 'prepaid', $1, 'a', 'x', 0, 0) RETURNING id",
+        params![credit],
+    )?
+    .int(0)
+}
+
 /// The SMS history moved into the SMS row (migration 15): each SMS keeps its moves, in
 /// order, and an SMS without moves has none.
 async fn sms_history_moves_into_the_sms(store: &Store) {
     migrate::run_to(store, 14).await.expect("migrate to 14");
     let account = store
         .write(|c| {
-            c.execute(
-                "INSERT INTO accounts (sid, name, status, currency, billing_mode, credit, login, password_hash, created, updated) \
-                 VALUES ('acct0001', 'a', 'active', 'EUR', 'prepaid', 0, 'a', 'x', 0, 0)",
-                params![],
-            )?;
-            let account = c
-                .query_one("SELECT id FROM accounts WHERE sid = 'acct0001'", params![])?
-                .int(0)?;
+            let account = account(c, 0)?;
             let mut ids = Vec::new();
             for sid in ["sms00001", "sms00002", "sms00003"] {
                 c.execute(
@@ -140,11 +144,7 @@ async fn auth_version_guards_the_key_cache(store: &Store) {
     migrate::run_to(store, 15).await.expect("migrate to 15");
     store
         .write(|c| {
-            c.execute(
-                "INSERT INTO accounts (sid, name, status, currency, billing_mode, credit, login, password_hash, created, updated) \
-                 VALUES ('acct0001', 'a', 'active', 'EUR', 'prepaid', 1000, 'a', 'x', 0, 0)",
-                params![],
-            )?;
+            account(c, 1000)?;
             c.execute(
                 "INSERT INTO api_keys (account_id, key_id, key_hash, created) \
                  SELECT id, 'dt_00000001', 'hash1', 0 FROM accounts WHERE sid = 'acct0001'",
@@ -221,14 +221,7 @@ async fn part_ids_are_keyed(store: &Store) {
     migrate::run_to(store, 16).await.expect("migrate to 16");
     store
         .write(|c| {
-            c.execute(
-                "INSERT INTO accounts (sid, name, status, currency, billing_mode, credit, login, password_hash, created, updated) \
-                 VALUES ('acct0001', 'a', 'active', 'EUR', 'prepaid', 0, 'a', 'x', 0, 0)",
-                params![],
-            )?;
-            let account = c
-                .query_one("SELECT id FROM accounts WHERE sid = 'acct0001'", params![])?
-                .int(0)?;
+            let account = account(c, 0)?;
             c.execute(
                 "INSERT INTO sms (sid, account_id, direction, sender, recipient, body, encoding, parts, status, carrier, created, updated) \
                  VALUES ('sms00001', $1, 'outbound', 'SMS', '+33612345678', 'hi', 'gsm', 3, 'sent', 'operator', 0, 0)",
@@ -280,14 +273,7 @@ async fn event_ids_lose_their_index(store: &Store) {
     migrate::run_to(store, 29).await.expect("migrate to 29");
     let ids = store
         .write(|c| {
-            c.execute(
-                "INSERT INTO accounts (sid, name, status, currency, billing_mode, credit, login, password_hash, created, updated) \
-                 VALUES ('acct0001', 'a', 'active', 'EUR', 'prepaid', 0, 'a', 'x', 0, 0)",
-                params![],
-            )?;
-            let account = c
-                .query_one("SELECT id FROM accounts WHERE sid = 'acct0001'", params![])?
-                .int(0)?;
+            let account = account(c, 0)?;
             let mut ids = Vec::new();
             for (n, event_id) in ["9422146236497234056PGNSmlw2sOrjq", "9422146236497234057AbCdEfGhIjKlM"]
                 .into_iter()
