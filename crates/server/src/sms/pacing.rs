@@ -10,9 +10,12 @@ use dialtone_domain::Timestamp;
 /// The worker's transaction holds the single SQLite writer and every request queued behind
 /// it waits; the worker loops at once while work is due, so its batch sets its share of the
 /// writer. With 100 moves a tick it took half the writer's time under an SMS load and the
-/// accepted rate stayed at 35% of ping; with 25 the statuses lag during the burst and catch
-/// up after it (docs/benchmarks.md).
-const BATCH_SHARED: i64 = 25;
+/// accepted rate stayed at 35% of ping. With 25, at 8 connections, the moves fell behind
+/// (4-23% of the SMS of a 20-30 s load not yet delivered at its end) and p99 rose to 7 ms;
+/// with 50 they keep up (only the last 0.6 s of SMS in flight), 5% more SMS are accepted and
+/// p99 is 4-5 ms, while at 64 connections 50 still accepts 1.3-1.6 times Kannel's rate,
+/// where 100 gave up a fifth of it (docs/benchmarks.md, 2026-11-28).
+const BATCH_SHARED: i64 = 50;
 /// Most SMS handled per transaction when no other write waits: statuses catch up after a
 /// burst in fewer, larger commits.
 const BATCH_ALONE: i64 = 250;
