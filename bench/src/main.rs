@@ -4,6 +4,7 @@
 //!
 //! `cargo run --release -p dialtone-bench -- [--database-url postgres://...] [--seconds 10]`
 
+mod bystander;
 mod console;
 mod crash;
 mod load;
@@ -126,14 +127,20 @@ async fn measure_ping(
 /// the SMS delivered in all (`delivered_before` of them in earlier rounds).
 async fn sms_round(
     srv: &server::Server,
-    key: &str,
+    keys: &SmsKeys,
     args: &Args,
     ping_rate: f64,
     delivered_before: i64,
 ) -> anyhow::Result<(f64, i64)> {
+    let key = keys.load.as_str();
     let t0 = Instant::now();
     let cpu0 = srv.cpu_ms()?;
     let pg0 = nodes::postgres_cpu_ms();
+    let bystander = tokio::spawn(bystander::run(
+        srv.base.clone(),
+        keys.bystander.clone(),
+        t0 + Duration::from_secs(args.seconds),
+    ));
     let r = load_with_args(srv, key, args, || {
         load::Req::post(
             "/v2.0/sms?to=%2B447700900555",
@@ -154,6 +161,13 @@ async fn sms_round(
     }
     let ratio = 100.0 * r.rate() / ping_rate;
     println!("  = {ratio:.1}% of the ping rate in the same run");
+    // A rate held up by moves put off is not a rate: how many of the load's SMS were still
+    // on their way when it ended (the timetable keeps the last 0.6 s of them in flight).
+    let behind = srv.unfinished(&seed::SMS_SETTLED).await?;
+    println!(
+        "  not yet delivered when the load ended: {behind} ({:.1}% of those accepted)",
+        100.0 * behind as f64 / r.count().max(1) as f64
+    );
     let errors = r.non_2xx;
     if errors > 0 {
         println!("  ({errors} answers were not 2xx)");
@@ -177,6 +191,7 @@ async fn sms_round(
             (nodes::postgres_cpu_ms() - pg0) * 1000.0 / done.max(1) as f64
         );
     }
+    println!("  {}", bystander::summary(&bystander.await??));
     Ok((ratio, delivered))
 }
 
@@ -267,7 +282,11 @@ async fn run(args: &Args, binary: &std::path::Path) -> anyhow::Result<()> {
     };
 
     if wanted(args, "sms") {
-        sms_rounds(&srv, &key, args, ping.as_ref()).await?;
+        let keys = SmsKeys {
+            load: key.clone(),
+            bystander: srv.other_account("bystander", "1000.00").await?,
+        };
+        sms_rounds(&srv, &keys, args, ping.as_ref()).await?;
     }
     if wanted(args, "runs") {
         runs(&srv, &key, args, ping.as_ref()).await?;
@@ -296,12 +315,20 @@ async fn run(args: &Args, binary: &std::path::Path) -> anyhow::Result<()> {
 
 /// `args.rounds` rounds of `POST /v2.0/sms`, each against its own ping reference (`ping` for
 /// the first, when measured), then the median ratio when there were several rounds.
+/// The keys of the SMS benchmark: the account that makes the load, and another that sends
+/// an SMS now and then meanwhile (`bystander`).
+struct SmsKeys {
+    load: String,
+    bystander: String,
+}
+
 async fn sms_rounds(
     srv: &server::Server,
-    key: &str,
+    keys: &SmsKeys,
     args: &Args,
     ping: Option<&load::Report>,
 ) -> anyhow::Result<()> {
+    let key = keys.load.as_str();
     // Each round after the first measures ping again, once the last round's SMS are all
     // delivered: the ratio compares two loads a few seconds apart, not minutes.
     let (mut ratios, mut delivered) = (Vec::new(), 0);
@@ -310,7 +337,7 @@ async fn sms_rounds(
             (Some(p), 1) => p.rate(),
             _ => measure_ping(srv, key, args).await?.rate(),
         };
-        let (ratio, total) = sms_round(srv, key, args, reference, delivered).await?;
+        let (ratio, total) = sms_round(srv, keys, args, reference, delivered).await?;
         ratios.push(ratio);
         delivered = total;
     }

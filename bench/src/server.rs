@@ -209,8 +209,21 @@ impl Server {
         Ok(line.split_whitespace().nth(1).unwrap_or("0").parse()?)
     }
 
-    /// Creates an account with `credit` cents and returns its API key.
+    /// Creates an account with `credit` cents and returns its API key; the account the
+    /// benchmarks act as ([`Server::account_sid`]).
     pub(crate) async fn account(&mut self, name: &str, credit: &str) -> anyhow::Result<String> {
+        let (sid, key) = self.create_account(name, credit).await?;
+        self.account_sid = Some(sid);
+        Ok(key)
+    }
+
+    /// Creates another account with `credit` cents and returns its API key.
+    pub(crate) async fn other_account(&self, name: &str, credit: &str) -> anyhow::Result<String> {
+        Ok(self.create_account(name, credit).await?.1)
+    }
+
+    /// Creates an account: its sid and API key.
+    async fn create_account(&self, name: &str, credit: &str) -> anyhow::Result<(String, String)> {
         let body = serde_json::json!({"name": name, "credit": credit}).to_string();
         let (status, v) = load::once(
             &self.base,
@@ -221,8 +234,8 @@ impl Server {
         )
         .await?;
         anyhow::ensure!(status == 201, "account creation failed: {v}");
-        self.account_sid = v["sid"].as_str().map(str::to_owned);
-        Ok(v["apiKey"].as_str().unwrap_or_default().to_owned())
+        let field = |f: &str| v[f].as_str().unwrap_or_default().to_owned();
+        Ok((field("sid"), field("apiKey")))
     }
 
     /// Adds `amount` to the credit of the account [`Server::account`] made, through the
@@ -255,6 +268,12 @@ impl Server {
             load::once_key(&self.base, "POST", path, key, Some(&body.to_string())).await?;
         anyhow::ensure!((200..300).contains(&status), "POST {path}: {status} {v}");
         Ok(v)
+    }
+
+    /// How many of `finish`'s items are not finished yet.
+    pub(crate) async fn unfinished(&self, finish: &crate::seed::Finish) -> anyhow::Result<i64> {
+        let store = crate::seed::open(&self.database_url).await?;
+        crate::seed::count(&store, finish.pending).await
     }
 
     /// Waits until every row of `finish` is done; returns how many there are.

@@ -29,7 +29,7 @@ pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
         .take_due(now, usize::try_from(batch).unwrap_or(0));
     let walk = state.sms_hints.walk_now(now, hinted.len());
     let st = state.clone();
-    let (to_submit, moved, scheduled, received) = state
+    let ((to_submit, moved, scheduled, received), oldest_due) = state
         .store
         .background()
         .write_repeatable(move |c| {
@@ -47,6 +47,7 @@ pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
                         .filter(|s| !claimed.contains(&s.id)),
                 );
             }
+            let oldest_due = due.iter().filter_map(|s| s.next_at).min();
             // Who owns the numbers the simulated network delivers to: read at once.
             let recipients = due
                 .iter()
@@ -88,10 +89,13 @@ pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
                 }
             }
             moves.flush(c)?;
-            Ok::<_, AppError>((submit, moved, moves.take_scheduled(), moves.received))
+            let claimed = (submit, moved, moves.take_scheduled(), moves.received);
+            Ok::<_, AppError>((claimed, oldest_due))
         })
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
+    // Work running late takes more of the writer at the next tick (`pacing`).
+    state.sms_pacing.note_claimed(oldest_due, now);
     for (id, at) in scheduled {
         state.sms_hints.add(id, at);
     }
