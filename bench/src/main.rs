@@ -133,6 +133,8 @@ async fn sms_round(
     delivered_before: i64,
 ) -> anyhow::Result<(f64, i64)> {
     let key = keys.load.as_str();
+    // Opened before the clock starts, and used for both counts below.
+    let progress = seed::open(&srv.database_url).await?;
     let t0 = Instant::now();
     let cpu0 = srv.cpu_ms()?;
     let pg0 = nodes::postgres_cpu_ms();
@@ -163,7 +165,7 @@ async fn sms_round(
     println!("  = {ratio:.1}% of the ping rate in the same run");
     // A rate held up by moves put off is not a rate: how many of the load's SMS were still
     // on their way when it ended (the timetable keeps the last 0.6 s of them in flight).
-    let behind = srv.unfinished(&seed::SMS_SETTLED).await?;
+    let behind = seed::count(&progress, seed::SMS_SETTLED.pending).await?;
     println!(
         "  not yet delivered when the load ended: {behind} ({:.1}% of those accepted)",
         100.0 * behind as f64 / r.count().max(1) as f64
@@ -174,9 +176,8 @@ async fn sms_round(
     }
     // The worker must keep up: every accepted SMS goes through its four status moves (each
     // with its history line and event) to `delivered`.
-    let delivered = srv
-        .wait_finished(&seed::SMS_SETTLED, Duration::from_secs(300))
-        .await?;
+    let delivered =
+        seed::wait_finished(&progress, &seed::SMS_SETTLED, Duration::from_secs(300)).await?;
     let took = t0.elapsed().as_secs_f64();
     let done = delivered - delivered_before;
     println!(
@@ -313,8 +314,6 @@ async fn run(args: &Args, binary: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `args.rounds` rounds of `POST /v2.0/sms`, each against its own ping reference (`ping` for
-/// the first, when measured), then the median ratio when there were several rounds.
 /// The keys of the SMS benchmark: the account that makes the load, and another that sends
 /// an SMS now and then meanwhile (`bystander`).
 struct SmsKeys {
@@ -322,6 +321,8 @@ struct SmsKeys {
     bystander: String,
 }
 
+/// `args.rounds` rounds of `POST /v2.0/sms`, each against its own ping reference (`ping` for
+/// the first, when measured), then the median ratio when there were several rounds.
 async fn sms_rounds(
     srv: &server::Server,
     keys: &SmsKeys,

@@ -185,3 +185,26 @@ pub(crate) async fn count(store: &Store, from: &str) -> anyhow::Result<i64> {
     let row = store.read(move |c| c.query_one(&sql, params![])).await?;
     Ok(row.int(0)?)
 }
+
+/// Waits until every row of `finish` is done in the database of `store` (one connection set
+/// for the whole wait: polls must not open the database again); returns how many there are.
+pub(crate) async fn wait_finished(
+    store: &Store,
+    finish: &Finish,
+    limit: std::time::Duration,
+) -> anyhow::Result<i64> {
+    let t0 = std::time::Instant::now();
+    loop {
+        if !any(store, finish.pending).await? {
+            return count(store, finish.done).await;
+        }
+        if t0.elapsed() >= limit {
+            let pending = count(store, finish.pending).await?;
+            anyhow::bail!("{pending} {} still unfinished", finish.what);
+        }
+        // Not more often: on PostgreSQL even the indexed look-up walks the dead entries
+        // the moves leave in the due index, load beside the load measured; 250 ms is
+        // within 1% of the times measured here.
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+}

@@ -270,34 +270,14 @@ impl Server {
         Ok(v)
     }
 
-    /// How many of `finish`'s items are not finished yet.
-    pub(crate) async fn unfinished(&self, finish: &crate::seed::Finish) -> anyhow::Result<i64> {
-        let store = crate::seed::open(&self.database_url).await?;
-        crate::seed::count(&store, finish.pending).await
-    }
-
     /// Waits until every row of `finish` is done; returns how many there are.
     pub(crate) async fn wait_finished(
         &self,
         finish: &crate::seed::Finish,
         limit: Duration,
     ) -> anyhow::Result<i64> {
-        let t0 = std::time::Instant::now();
-        // One connection set for the whole wait: polls must not open the database again.
         let store = crate::seed::open(&self.database_url).await?;
-        loop {
-            if !crate::seed::any(&store, finish.pending).await? {
-                return crate::seed::count(&store, finish.done).await;
-            }
-            if t0.elapsed() >= limit {
-                let pending = crate::seed::count(&store, finish.pending).await?;
-                anyhow::bail!("{pending} {} still unfinished", finish.what);
-            }
-            // Not more often: on PostgreSQL even the indexed look-up walks the dead entries
-            // the moves leave in the due index, load beside the load measured; 250 ms is
-            // within 1% of the times measured here.
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
+        crate::seed::wait_finished(&store, finish, limit).await
     }
 
     /// Reserves and buys a GB mobile number for the account of `key`: its E.164.
