@@ -56,6 +56,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(28, "0028_running_runs"),
     migration!(29, "0029_sms_queue"),
     migration!(30, "0030_event_ids_unindexed"),
+    migration!(31, "0031_sms_queue_accounts"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

@@ -325,8 +325,8 @@ fn insert_unnested(
         "WITH ins AS (INSERT INTO sms ({INSERT_COLUMNS}) \
          SELECT sid, account_id, direction, sender, recipient, body, encoding, parts, traffic_type, status, \
          user_data, flash, webhook_url, billing_debit, carrier, next_at, created, created, delivered_at FROM {} \
-         ON CONFLICT (sid) DO NOTHING RETURNING id, sid, next_at), \
-         queued AS (INSERT INTO sms_queue (sms_id, due_at) SELECT id, next_at FROM ins WHERE next_at IS NOT NULL) \
+         ON CONFLICT (sid) DO NOTHING RETURNING id, sid, next_at, account_id), \
+         queued AS (INSERT INTO sms_queue (sms_id, account_id, due_at) SELECT id, account_id, next_at FROM ins WHERE next_at IS NOT NULL) \
          SELECT id, sid FROM ins",
         columns.unnest("t", 1)
     );
@@ -479,7 +479,8 @@ pub fn write_states(conn: &mut dyn Conn, states: &[StateWrite]) -> Result<(), Db
             "WITH v AS (SELECT * FROM {}), \
              moved AS ({STATE_UPDATE} FROM v WHERE sms.id = v.id), \
              gone AS (DELETE FROM sms_queue q USING v WHERE q.sms_id = v.id AND v.next_at IS NULL) \
-             INSERT INTO sms_queue (sms_id, due_at) SELECT id, next_at FROM v WHERE next_at IS NOT NULL \
+             INSERT INTO sms_queue (sms_id, account_id, due_at) \
+             SELECT v.id, sms.account_id, v.next_at FROM v JOIN sms ON sms.id = v.id WHERE v.next_at IS NOT NULL \
              ON CONFLICT (sms_id) DO UPDATE SET due_at = EXCLUDED.due_at",
             columns.unnest("u", 1)
         );
@@ -539,7 +540,7 @@ pub fn unsent_of_network(
 ) -> Result<Vec<Sms>, DbError> {
     conn.query(
         &format!(
-            "SELECT {COLUMNS} FROM sms_queue q JOIN sms ON sms.id = q.sms_id \
+            "SELECT {COLUMNS} FROM (SELECT sms_id FROM sms_queue) q JOIN sms ON sms.id = q.sms_id \
              WHERE status IN ('created', 'pending') \
              AND carrier = $1 ORDER BY id LIMIT {limit}{}",
             match conn.dialect() {
@@ -563,23 +564,21 @@ pub fn set_carrier(conn: &mut dyn Conn, id: i64, carrier: &str) -> Result<(), Db
     Ok(())
 }
 
-/// Takes up to `limit` SMS whose next step is due, found through the queue (`sms_queue`),
-/// locked against other nodes until the transaction ends.
-pub fn due(conn: &mut dyn Conn, now: Timestamp, limit: i64) -> Result<Vec<Sms>, DbError> {
-    let lock = match conn.dialect() {
-        Dialect::Postgres => " FOR UPDATE OF sms SKIP LOCKED",
-        Dialect::Sqlite => "",
-    };
-    conn.query(
-        &format!(
-            "SELECT {COLUMNS} FROM sms_queue q JOIN sms ON sms.id = q.sms_id \
-             WHERE q.due_at <= $1 ORDER BY q.due_at LIMIT {limit}{lock}"
-        ),
-        params![now],
-    )?
-    .iter()
-    .map(from_row)
-    .collect()
+/// Takes up to `limit` SMS whose next step is due, found through the queue (`sms_queue`)
+/// a fair share of each account's ([`sms_queue::due_ids`](crate::sms_queue::due_ids): the
+/// walk starts after `after_account`), locked against other nodes until the transaction
+/// ends (PostgreSQL: `SKIP LOCKED`, an SMS another node holds is left to it), soonest first.
+/// `skip`: SMS this transaction already claimed. Also gives the account the next walk
+/// starts after.
+pub fn due(
+    conn: &mut dyn Conn,
+    now: Timestamp,
+    limit: usize,
+    after_account: i64,
+    skip: &std::collections::HashSet<i64>,
+) -> Result<(Vec<Sms>, i64), DbError> {
+    let walk = crate::sms_queue::due_ids(conn, now, limit, after_account, skip)?;
+    Ok((due_among(conn, now, &walk.ids)?, walk.last_account))
 }
 
 /// Of the SMS `ids`, those due at `now`, claimed as [`due`] claims them (on PostgreSQL,

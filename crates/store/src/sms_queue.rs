@@ -8,9 +8,20 @@
 //! index entry (the table keeps room for it: `fillfactor`), and its queue row, narrow with two
 //! indexes, is what changes index entries. `sms.next_at` stays the SMS's own record of it
 //! (`due_among` reads it by primary key); this table is what finds SMS by due time.
+//!
+//! Why by account (migration 0031): the worker takes a batch of due SMS a transaction, and
+//! taken strictly by due time one account's backlog (a burst faster than the moves keep up
+//! with) held every other account's SMS behind it for as long as the backlog lasted: 6-7 s
+//! for another account's SMS during a 128-connection burst on SQLite, 3 s on PostgreSQL
+//! (docs/benchmarks.md). A walk ([`due_ids`]) now visits the accounts with queued SMS in turn
+//! and shares the batch out among those with due SMS, so an account's backlog delays its own
+//! SMS only.
+
+use std::collections::HashSet;
 
 use dialtone_domain::Timestamp;
 
+use crate::params;
 use crate::sql::{Columns, Conn, DbError, Dialect, Value, in_list, row_chunks, values_list};
 
 /// Sets when each SMS is next due (`None`: never, it leaves the queue). An SMS given twice
@@ -42,7 +53,8 @@ pub fn set(conn: &mut dyn Conn, due: &[(i64, Option<Timestamp>)]) -> Result<(), 
             let sql = format!(
                 "WITH v AS (SELECT * FROM {}), \
                  gone AS (DELETE FROM sms_queue q USING v WHERE q.sms_id = v.id AND v.due_at IS NULL) \
-                 INSERT INTO sms_queue (sms_id, due_at) SELECT id, due_at FROM v WHERE due_at IS NOT NULL \
+                 INSERT INTO sms_queue (sms_id, account_id, due_at) \
+                 SELECT v.id, sms.account_id, v.due_at FROM v JOIN sms ON sms.id = v.id WHERE v.due_at IS NOT NULL \
                  ON CONFLICT (sms_id) DO UPDATE SET due_at = EXCLUDED.due_at",
                 columns.unnest("u", 1)
             );
@@ -64,7 +76,9 @@ pub fn set(conn: &mut dyn Conn, due: &[(i64, Option<Timestamp>)]) -> Result<(), 
                 .collect();
             for chunk in row_chunks(&due) {
                 let sql = format!(
-                    "INSERT INTO sms_queue (sms_id, due_at) VALUES {} \
+                    "WITH v(id, due_at) AS (VALUES {}) \
+                     INSERT INTO sms_queue (sms_id, account_id, due_at) \
+                     SELECT v.id, sms.account_id, v.due_at FROM v JOIN sms ON sms.id = v.id WHERE true \
                      ON CONFLICT (sms_id) DO UPDATE SET due_at = excluded.due_at",
                     values_list(chunk.len(), &[crate::sql::Item::Param; 2])
                 );
@@ -77,4 +91,132 @@ pub fn set(conn: &mut dyn Conn, due: &[(i64, Option<Timestamp>)]) -> Result<(), 
         }
     }
     Ok(())
+}
+
+/// Most accounts one walk visits ([`due_ids`]). Each costs an index lookup or two, whether
+/// or not its SMS are due; past this many, the next walk goes on from where this one ended,
+/// so with more accounts than this an account's due SMS wait a walk or a few.
+pub const WALK_ACCOUNTS: i64 = 64;
+
+/// What a walk of the queue found: the SMS to claim, and the account the next walk starts
+/// after.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Walk {
+    /// Ids of due SMS, a fair share of each account's (see [`due_ids`]).
+    pub ids: Vec<i64>,
+    /// The last account visited: the next walk starts after it.
+    pub last_account: i64,
+}
+
+/// Up to `limit` SMS due at `now`, shared among the accounts that have some: each account
+/// with queued SMS after `after_account` (wrapping around to the first, at most
+/// [`WALK_ACCOUNTS`]) offers its due SMS soonest first, and the batch takes one from each
+/// in turn until it is full, so an account with a backlog takes what the others leave and
+/// no more. `skip`: SMS the caller has already claimed (left out).
+pub fn due_ids(
+    conn: &mut dyn Conn,
+    now: Timestamp,
+    limit: usize,
+    after_account: i64,
+    skip: &HashSet<i64>,
+) -> Result<Walk, DbError> {
+    let mut accounts = accounts_after(conn, after_account, WALK_ACCOUNTS)?;
+    let visited = i64::try_from(accounts.len()).unwrap_or(WALK_ACCOUNTS);
+    if visited < WALK_ACCOUNTS && after_account > 0 {
+        // Round the end: the accounts from the first up to where this walk started (those
+        // after it are in already).
+        let first = accounts_after(conn, 0, WALK_ACCOUNTS - visited)?;
+        accounts.extend(first.into_iter().filter(|&a| a <= after_account));
+    }
+    let last_account = accounts.last().copied().unwrap_or(0);
+    // Each account offers enough to fill the batch past the SMS skipped.
+    let offers = due_of(conn, now, limit + skip.len(), &accounts)?;
+    let mut offers: Vec<std::vec::IntoIter<i64>> = offers
+        .into_iter()
+        .map(|ids| {
+            ids.into_iter()
+                .filter(|id| !skip.contains(id))
+                .collect::<Vec<_>>()
+                .into_iter()
+        })
+        .collect();
+    let mut ids = Vec::with_capacity(limit);
+    while ids.len() < limit {
+        let before = ids.len();
+        for offer in &mut offers {
+            if ids.len() == limit {
+                break;
+            }
+            if let Some(id) = offer.next() {
+                ids.push(id);
+            }
+        }
+        if ids.len() == before {
+            break;
+        }
+    }
+    Ok(Walk { ids, last_account })
+}
+
+/// Up to `most` accounts with queued SMS, after `after`, in order: one index lookup each (a
+/// loose walk of `sms_queue_account_due`), whatever their number of queued SMS.
+fn accounts_after(conn: &mut dyn Conn, after: i64, most: i64) -> Result<Vec<i64>, DbError> {
+    conn.query(
+        "WITH RECURSIVE a(id, n) AS ( \
+         SELECT (SELECT min(account_id) FROM sms_queue WHERE account_id > $1), 1 \
+         UNION ALL \
+         SELECT (SELECT min(account_id) FROM sms_queue WHERE account_id > a.id), a.n + 1 \
+         FROM a WHERE a.id IS NOT NULL AND a.n < CAST($2 AS BIGINT)) \
+         SELECT id FROM a WHERE id IS NOT NULL",
+        params![after, most],
+    )?
+    .iter()
+    .map(|r| r.int(0))
+    .collect()
+}
+
+/// Each account's SMS due at `now`, soonest first (then in the order they were stored), at
+/// most `limit` of each: on PostgreSQL one statement for every account, on SQLite one
+/// lookup each. Both read the index alone (`sms_queue_account_due`; SQLite's entries end
+/// with the row id, PostgreSQL's with `sms_id` named).
+fn due_of(
+    conn: &mut dyn Conn,
+    now: Timestamp,
+    limit: usize,
+    accounts: &[i64],
+) -> Result<Vec<Vec<i64>>, DbError> {
+    let mut offers: Vec<Vec<i64>> = vec![Vec::new(); accounts.len()];
+    if accounts.is_empty() || limit == 0 {
+        return Ok(offers);
+    }
+    match conn.dialect() {
+        Dialect::Postgres => {
+            let sql = format!(
+                "SELECT a.ord, q.sms_id FROM unnest($1::bigint[]) WITH ORDINALITY AS a(id, ord) \
+                 CROSS JOIN LATERAL (SELECT sms_id, due_at FROM sms_queue \
+                 WHERE account_id = a.id AND due_at <= $2 ORDER BY due_at, sms_id LIMIT {limit}) q \
+                 ORDER BY a.ord, q.due_at, q.sms_id"
+            );
+            let params = [Value::Array(crate::sql::ids(accounts)), now.into()];
+            for row in conn.query(&sql, &params)? {
+                let at = usize::try_from(row.int(0)? - 1)
+                    .map_err(|_| DbError::Other("an account out of the walk".to_owned()))?;
+                if let Some(offer) = offers.get_mut(at) {
+                    offer.push(row.int(1)?);
+                }
+            }
+        }
+        Dialect::Sqlite => {
+            let sql = format!(
+                "SELECT sms_id FROM sms_queue WHERE account_id = $1 AND due_at <= $2 \
+                 ORDER BY due_at, sms_id LIMIT {limit}"
+            );
+            for (offer, &account) in offers.iter_mut().zip(accounts) {
+                for row in conn.query(&sql, params![account, now])? {
+                    offer.push(row.int(0)?);
+                }
+            }
+        }
+    }
+    Ok(offers)
 }

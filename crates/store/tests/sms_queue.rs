@@ -8,9 +8,11 @@
 
 mod common;
 
+use std::collections::HashSet;
+
 use dialtone_domain::{Money, Timestamp};
 use dialtone_store::sms::{self, NewSms, StateWrite};
-use dialtone_store::{Store, StoreOptions, migrate};
+use dialtone_store::{Store, StoreOptions, migrate, sms_queue};
 
 const NOW: Timestamp = Timestamp::from_millis(1_750_000_000_000);
 
@@ -21,9 +23,10 @@ fn new_sms(account_id: i64, next_at: Option<Timestamp>) -> NewSms {
 /// The ids of the SMS due at `at`, in due order.
 async fn due_at(store: &Store, at: Timestamp) -> Vec<i64> {
     store
-        .write(move |c| sms::due(c, at, 100))
+        .write(move |c| sms::due(c, at, 100, 0, &HashSet::new()))
         .await
         .unwrap()
+        .0
         .iter()
         .map(|s| s.id)
         .collect()
@@ -134,6 +137,141 @@ async fn postgres_the_queue_follows_next_at() {
         return;
     };
     the_queue_follows_next_at(&store).await;
+    drop(store);
+    drop(schema);
+}
+
+/// Stores `count` SMS of the account due at `due`; gives their ids in order.
+async fn queued(store: &Store, account: i64, count: usize, due: Timestamp) -> Vec<i64> {
+    let rows: Vec<(NewSms, Timestamp)> = (0..count)
+        .map(|_| (new_sms(account, Some(due)), NOW))
+        .collect();
+    store
+        .write(move |c| sms::insert_many(c, &rows))
+        .await
+        .unwrap()
+        .iter()
+        .map(|s| s.id)
+        .collect()
+}
+
+/// One walk of the queue at `at`: the SMS claimed, and the account the next walk starts
+/// after.
+async fn walk(
+    store: &Store,
+    at: Timestamp,
+    limit: usize,
+    after: i64,
+    skip: &[i64],
+) -> (Vec<i64>, i64) {
+    let skip: HashSet<i64> = skip.iter().copied().collect();
+    let (found, last) = store
+        .write(move |c| sms::due(c, at, limit, after, &skip))
+        .await
+        .unwrap();
+    (found.iter().map(|s| s.id).collect(), last)
+}
+
+async fn a_backlog_holds_back_its_own_account_only(store: &Store) {
+    migrate::run(store).await.unwrap();
+    let heavy = common::prepaid_account(store, "heavy", Money::ZERO, Money::ZERO, NOW).await;
+    let light = common::prepaid_account(store, "light", Money::ZERO, Money::ZERO, NOW).await;
+    let later = common::prepaid_account(store, "later", Money::ZERO, Money::ZERO, NOW).await;
+    // The heavy account's 30 SMS were due first; the others' after them.
+    let backlog = queued(store, heavy, 30, NOW).await;
+    let one = queued(store, light, 1, NOW.plus_ms(5)).await;
+    let not_yet = queued(store, later, 1, NOW.plus_ms(60_000)).await;
+    let due_later = queued(store, later, 1, NOW.plus_ms(7)).await;
+    let at = NOW.plus_ms(10);
+
+    // Strictly by due time, a batch of 10 would be the heavy account's. Shared out: one of
+    // each account with due SMS, then the heavy account takes what is left, soonest first.
+    let (found, last) = walk(store, at, 10, 0, &[]).await;
+    let mut want: Vec<i64> = backlog[..8].to_vec();
+    want.extend([one[0], due_later[0]]);
+    let mut got = found.clone();
+    got.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(got, want);
+    assert_eq!(last, later, "the walk ended on the last account");
+    assert!(!found.contains(&not_yet[0]), "not due yet");
+
+    // Room for all: every due SMS, nothing more.
+    let (found, _) = walk(store, at, 100, 0, &[]).await;
+    assert_eq!(found.len(), 32);
+    // SMS already claimed are left out, and their room goes to the others.
+    let (found, _) = walk(store, at, 10, 0, &backlog[..5]).await;
+    assert!(found.iter().all(|id| !backlog[..5].contains(id)));
+    assert!(found.contains(&one[0]) && found.contains(&due_later[0]));
+    assert_eq!(found.len(), 10);
+    // Nothing due: nothing taken, and the walk still ends on the last account.
+    assert_eq!(
+        walk(store, NOW.plus_ms(-1), 10, 0, &[]).await,
+        (vec![], later)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_a_backlog_holds_back_its_own_account_only() {
+    let (store, _dir) = common::sqlite().await;
+    a_backlog_holds_back_its_own_account_only(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_backlog_holds_back_its_own_account_only() {
+    let Some((store, schema)) = common::postgres("queue_fair", &StoreOptions::default()).await
+    else {
+        return;
+    };
+    a_backlog_holds_back_its_own_account_only(&store).await;
+    drop(store);
+    drop(schema);
+}
+
+/// More accounts than one walk visits: each walk goes on after the last account the one
+/// before visited, round the end to the first, so every account's SMS are reached.
+async fn walks_take_the_accounts_in_turn(store: &Store) {
+    migrate::run(store).await.unwrap();
+    let count = usize::try_from(sms_queue::WALK_ACCOUNTS).unwrap() + 2;
+    let mut accounts = Vec::new();
+    let mut by_account = std::collections::HashMap::new();
+    for i in 0..count {
+        let a =
+            common::prepaid_account(store, &format!("a{i}"), Money::ZERO, Money::ZERO, NOW).await;
+        accounts.push(a);
+        by_account.insert(queued(store, a, 1, NOW).await[0], a);
+    }
+    let accounts_of = |ids: &[i64]| -> Vec<i64> {
+        let mut a: Vec<i64> = ids.iter().map(|id| by_account[id]).collect();
+        a.sort_unstable();
+        a
+    };
+    let walk_accounts = sms_queue::WALK_ACCOUNTS as usize;
+    let (first, last) = walk(store, NOW, 1_000, 0, &[]).await;
+    assert_eq!(accounts_of(&first), accounts[..walk_accounts]);
+    assert_eq!(last, accounts[walk_accounts - 1]);
+    // The next walk: the two left, then round to the first accounts.
+    let (second, last) = walk(store, NOW, 1_000, last, &[]).await;
+    let mut want = accounts[walk_accounts..].to_vec();
+    want.extend(&accounts[..walk_accounts - 2]);
+    want.sort_unstable();
+    assert_eq!(accounts_of(&second), want);
+    assert_eq!(last, accounts[walk_accounts - 3]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_walks_take_the_accounts_in_turn() {
+    let (store, _dir) = common::sqlite().await;
+    walks_take_the_accounts_in_turn(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_walks_take_the_accounts_in_turn() {
+    let Some((store, schema)) = common::postgres("queue_turns", &StoreOptions::default()).await
+    else {
+        return;
+    };
+    walks_take_the_accounts_in_turn(&store).await;
     drop(store);
     drop(schema);
 }

@@ -2,10 +2,11 @@
 //! due index only now and then, for the rest.
 //!
 //! Every status move of an SMS changes when it is next due, so on PostgreSQL each leaves a
-//! dead entry in the due index (`sms_queue_due`; before migration 0029 `sms_due`, on `sms`
-//! itself), and the claim that walks the index from its head (`ORDER BY due_at`) stepped over
-//! every entry the moves left since the last vacuum: 15,459 buffers and 10.5 ms to find nothing due after one benchmark, the costliest
-//! statement of the run. The node knows most of its due work without that walk: the SMS it
+//! dead entry in the due index (now `sms_queue_account_due`; `sms_queue_due` before
+//! migration 0031, and `sms_due`, on `sms` itself, before 0029), and the claim that walks
+//! the index from its head (`ORDER BY due_at`) stepped over every entry the moves left since
+//! the last vacuum: 15,459 buffers and 10.5 ms to find nothing due after one benchmark, the
+//! costliest statement of the run. The node knows most of its due work without that walk: the SMS it
 //! accepted (due at once) and the next steps its worker scheduled. Those are kept here and
 //! claimed through the primary key (`sms::due_among`). The walk (`sms::due`) still finds
 //! everything else: the SMS of other nodes and of a node that stopped, the retries and
@@ -15,6 +16,11 @@
 //!
 //! On SQLite a deleted index entry is gone at once, so the walk costs nothing extra and the
 //! hints are off: measured on, they cost 7% of the end-to-end rate there.
+//!
+//! The walk takes every account's due SMS in turn; the hints, like the due index before,
+//! come soonest first, so one account's backlog fills them. While a walk is due the hints
+//! take half the batch at most ([`DueHints::hint_limit`]): another account's SMS waits at
+//! most about [`SCAN_EVERY_MS`] behind a backlog it is not part of.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -38,6 +44,9 @@ pub(crate) struct DueHints {
     heap: Mutex<BinaryHeap<Reverse<(i64, i64)>>>,
     /// When the due index was last walked (Unix ms).
     scanned_at: AtomicI64,
+    /// The account the last walk visited last (0: none): walks visit the accounts with
+    /// queued SMS in turn (`sms_queue::due_ids`), on both databases.
+    walk_after: AtomicI64,
 }
 
 impl DueHints {
@@ -76,18 +85,43 @@ impl DueHints {
         ids
     }
 
-    /// Whether the tick at `now` walks the due index: always when the hints gave it nothing,
-    /// else once [`SCAN_EVERY_MS`] passed since the last walk. Notes the walk.
+    /// Whether a walk of the due index is due at `now`: always when hints are off, else
+    /// once [`SCAN_EVERY_MS`] passed since the last walk ([`DueHints::walked`]).
+    pub(crate) fn walk_due(&self, now: Timestamp) -> bool {
+        !self.on || now.millis() - self.scanned_at.load(Ordering::Relaxed) >= SCAN_EVERY_MS
+    }
+
+    /// How many hints the tick at `now` takes of its `batch`: all of it, but half while a
+    /// walk is due. The walk is what reaches the SMS of accounts whose work is not first in
+    /// due order (the hints are, like the queue, soonest first: one account's backlog fills
+    /// them), so it keeps a share of the batch (see `sms_queue::due_ids`).
+    pub(crate) fn hint_limit(&self, now: Timestamp, batch: usize) -> usize {
+        if self.walk_due(now) { batch / 2 } else { batch }
+    }
+
+    /// Whether the tick at `now` walks the due index, given the hints it took: when a walk
+    /// is due, and always when the hints gave it nothing. Notes the walk.
     pub(crate) fn walk_now(&self, now: Timestamp, hinted: usize) -> bool {
-        if !self.on {
-            return true;
-        }
-        let last = self.scanned_at.load(Ordering::Relaxed);
-        if hinted > 0 && now.millis() - last < SCAN_EVERY_MS {
+        if !self.walk_due(now) && hinted > 0 {
             return false;
         }
-        self.scanned_at.store(now.millis(), Ordering::Relaxed);
+        self.walked(now);
         true
+    }
+
+    /// Notes a walk at `now`.
+    fn walked(&self, now: Timestamp) {
+        self.scanned_at.store(now.millis(), Ordering::Relaxed);
+    }
+
+    /// The account the next walk starts after (the last one the previous walk visited).
+    pub(crate) fn walk_after(&self) -> i64 {
+        self.walk_after.load(Ordering::Relaxed)
+    }
+
+    /// Notes where a walk ended.
+    pub(crate) fn walk_ended(&self, last_account: i64) {
+        self.walk_after.store(last_account, Ordering::Relaxed);
     }
 
     fn lock(&self) -> MutexGuard<'_, BinaryHeap<Reverse<(i64, i64)>>> {
@@ -120,5 +154,21 @@ mod tests {
         // Hints keep it busy: the walk waits for its interval.
         assert!(!hints.walk_now(t.plus_ms(SCAN_EVERY_MS - 1), 5));
         assert!(hints.walk_now(t.plus_ms(SCAN_EVERY_MS), 5));
+    }
+
+    #[test]
+    fn hints_leave_half_the_batch_to_a_walk_that_is_due() {
+        let t = Timestamp::from_millis(1_800_000_000_000);
+        let off = DueHints::for_database(dialtone_store::Dialect::Sqlite);
+        assert_eq!(off.hint_limit(t, 100), 50, "every tick walks");
+        let hints = DueHints::for_database(dialtone_store::Dialect::Postgres);
+        assert_eq!(hints.hint_limit(t, 100), 50, "never walked: due");
+        assert!(hints.walk_now(t, 50));
+        assert_eq!(hints.hint_limit(t.plus_ms(1), 100), 100, "just walked");
+        assert_eq!(hints.hint_limit(t.plus_ms(SCAN_EVERY_MS), 100), 50);
+        // Where a walk ended is where the next one starts.
+        assert_eq!(hints.walk_after(), 0);
+        hints.walk_ended(42);
+        assert_eq!(hints.walk_after(), 42);
     }
 }

@@ -21,15 +21,17 @@ use crate::state::AppState;
 /// ([`submission`](super::submission)): a slow SMSC never holds up this loop.
 pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
     let now = state.clock.now();
-    let batch = state.sms_pacing.batch(state.store.writes_in_flight(), now);
+    let batch =
+        usize::try_from(state.sms_pacing.batch(state.store.writes_in_flight(), now)).unwrap_or(0);
     // The SMS this node knows to be due, then (now and then, or when those gave nothing)
-    // the walk of the due index for the rest (see `due_hints`).
+    // the walk of the queue for the rest, every account's in turn (see `due_hints`).
     let hinted = state
         .sms_hints
-        .take_due(now, usize::try_from(batch).unwrap_or(0));
+        .take_due(now, state.sms_hints.hint_limit(now, batch));
     let walk = state.sms_hints.walk_now(now, hinted.len());
+    let walk_after = state.sms_hints.walk_after();
     let st = state.clone();
-    let ((to_submit, moved, scheduled, received), oldest_due) = state
+    let ((to_submit, moved, scheduled, received), oldest_due, walk_ended) = state
         .store
         .background()
         .write_repeatable(move |c| {
@@ -37,15 +39,14 @@ pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
             let mut submit = Vec::new();
             let mut moved = 0;
             let mut due = store::due_among(c, now, &hinted)?;
-            let room = batch - due.len() as i64;
+            let room = batch.saturating_sub(due.len());
+            let mut walk_ended = None;
             if walk && room > 0 {
                 // The walk sees this transaction's own claims as free: skip them.
                 let claimed: std::collections::HashSet<i64> = due.iter().map(|s| s.id).collect();
-                due.extend(
-                    store::due(c, now, room)?
-                        .into_iter()
-                        .filter(|s| !claimed.contains(&s.id)),
-                );
+                let (found, last_account) = store::due(c, now, room, walk_after, &claimed)?;
+                due.extend(found);
+                walk_ended = Some(last_account);
             }
             let oldest_due = due.iter().filter_map(|s| s.next_at).min();
             // Who owns the numbers the simulated network delivers to: read at once.
@@ -90,10 +91,13 @@ pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
             }
             moves.flush(c)?;
             let claimed = (submit, moved, moves.take_scheduled(), moves.received);
-            Ok::<_, AppError>((claimed, oldest_due))
+            Ok::<_, AppError>((claimed, oldest_due, walk_ended))
         })
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
+    if let Some(last_account) = walk_ended {
+        state.sms_hints.walk_ended(last_account);
+    }
     // Work running late takes more of the writer at the next tick (`pacing`).
     state.sms_pacing.note_claimed(oldest_due, now);
     for (id, at) in scheduled {

@@ -16,6 +16,7 @@ both_backends!(
     inbound_sms_from_the_sandbox,
     sms_to_a_platform_number_arrives_inbound,
     multipart_and_unicode_are_billed_per_part,
+    one_accounts_backlog_does_not_hold_back_anothers_sms,
 );
 
 pub(crate) async fn send_sms(
@@ -577,4 +578,38 @@ async fn multipart_and_unicode_are_billed_per_part(app: TestApp) {
         (sms["encoding"].as_str(), sms["parts"].as_i64()),
         (Some("gsm"), Some(2))
     );
+}
+
+/// One account's burst is more than a tick takes (250 SMS while the writer is free). Taken
+/// strictly by due time, another account's SMS sent after it would wait behind the whole
+/// burst; the worker shares each tick out among the accounts with due SMS instead.
+async fn one_accounts_backlog_does_not_hold_back_anothers_sms(app: TestApp) {
+    let heavy = app.account().await;
+    let light = app.account().await;
+    let mut burst = Vec::new();
+    for _ in 0..260 {
+        let (status, sms) =
+            send_sms(&app, &heavy, "to=%2B33612345678", json!({"body": "burst"})).await;
+        assert_eq!(status, 202, "{sms}");
+        burst.push(sms["sid"].as_str().unwrap().to_owned());
+    }
+    let (status, sms) = send_sms(&app, &light, "to=%2B33612345679", json!({"body": "hi"})).await;
+    assert_eq!(status, 202, "{sms}");
+    let sid = sms["sid"].as_str().unwrap().to_owned();
+    app.tick().await;
+    assert_eq!(fetch(&app, &light, &sid).await["status"], "pending");
+    // The heavy account's took the rest of the tick, soonest first; its last wait.
+    let mut waiting = 0;
+    for sid in &burst {
+        match fetch(&app, &heavy, sid).await["status"].as_str().unwrap() {
+            "pending" => {}
+            "created" => waiting += 1,
+            other => panic!("{sid} is {other}"),
+        }
+    }
+    assert_eq!(waiting, 11, "250 a tick, one of them the other account's");
+    assert_eq!(fetch(&app, &heavy, &burst[0]).await["status"], "pending");
+    assert_eq!(fetch(&app, &heavy, &burst[259]).await["status"], "created");
+    app.tick().await;
+    assert_eq!(fetch(&app, &heavy, &burst[259]).await["status"], "pending");
 }
