@@ -367,3 +367,79 @@ async fn event_ids_lose_their_index(store: &Store) {
 }
 
 both!(event_ids_lose_their_index, "eventids");
+
+/// The SMS worker's queue takes each SMS's account (migration 31): every queued SMS keeps
+/// its due time and gains its account, and the walk that shares the batch among accounts
+/// finds them.
+async fn queued_sms_gain_their_account(store: &Store) {
+    migrate::run_to(store, 30).await.expect("migrate to 30");
+    let (accounts, ids) = store
+        .write(|c| {
+            let first = account(c, 0)?;
+            let second = c
+                .query_one(
+                    "INSERT INTO accounts (sid, name, status, currency, billing_mode, credit, login, password_hash, created, updated) \
+                     VALUES ('acct0002', 'b', 'active', 'EUR', 'prepaid', 0, 'b', 'x', 0, 0) RETURNING id",
+                    params![],
+                )?
+                .int(0)?;
+            let mut ids = Vec::new();
+            for (n, owner) in [first, second, first].into_iter().enumerate() {
+                let id = c
+                    .query_one(
+                        "INSERT INTO sms (sid, account_id, direction, sender, recipient, body, encoding, parts, status, carrier, next_at, created, updated) \
+                         VALUES ($1, $2, 'outbound', 'SMS', '+447700900555', 'hi', 'gsm', 1, 'created', 'simulated', $3, 0, 0) RETURNING id",
+                        params![format!("sms{n}"), owner, n as i64],
+                    )?
+                    .int(0)?;
+                c.execute(
+                    "INSERT INTO sms_queue (sms_id, due_at) VALUES ($1, $2)",
+                    params![id, n as i64],
+                )?;
+                ids.push(id);
+            }
+            Ok::<_, DbError>(([first, second], ids))
+        })
+        .await
+        .expect("fill as release 30 did");
+    assert_eq!(migrate::run_to(store, 31).await.expect("migrate"), vec![31]);
+    let queue = store
+        .read(|c| {
+            c.query(
+                "SELECT sms_id, account_id, due_at FROM sms_queue ORDER BY sms_id",
+                params![],
+            )?
+            .iter()
+            .map(|r| Ok((r.int(0)?, r.int(1)?, r.int(2)?)))
+            .collect::<Result<Vec<_>, DbError>>()
+        })
+        .await
+        .expect("read");
+    assert_eq!(
+        queue,
+        [
+            (ids[0], accounts[0], 0),
+            (ids[1], accounts[1], 1),
+            (ids[2], accounts[0], 2)
+        ]
+    );
+    // A batch of two: one of each account, the first account's soonest.
+    let (found, last) = store
+        .write(|c| {
+            dialtone_store::sms::due(
+                c,
+                dialtone_domain::Timestamp::from_millis(5),
+                2,
+                0,
+                &std::collections::HashSet::new(),
+            )
+        })
+        .await
+        .expect("walk");
+    let mut found: Vec<i64> = found.iter().map(|s| s.id).collect();
+    found.sort_unstable();
+    assert_eq!(found, [ids[0], ids[1]]);
+    assert_eq!(last, accounts[1]);
+}
+
+both!(queued_sms_gain_their_account, "queueaccounts");
