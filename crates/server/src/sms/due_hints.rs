@@ -17,31 +17,44 @@
 //! On SQLite a deleted index entry is gone at once, so the walk costs nothing extra and the
 //! hints are off: measured on, they cost 7% of the end-to-end rate there.
 //!
-//! The walk takes every account's due SMS in turn; the hints, like the due index before,
-//! come soonest first, so one account's backlog fills them. While a walk is due the hints
-//! take half the batch at most ([`DueHints::hint_limit`]): another account's SMS waits at
-//! most about [`SCAN_EVERY_MS`] behind a backlog it is not part of.
+//! Both are shared among accounts: the walk visits the accounts with queued SMS in turn
+//! (`sms_queue::due_ids`), and the hints are kept by account and taken one of each account
+//! in turn ([`DueHints::take_due`]), so one account's backlog does not hold another's SMS
+//! behind it. While a walk is due the hints take half the batch at most
+//! ([`DueHints::hint_limit`]): the walk is what reaches the SMS this node has no hints of.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use dialtone_domain::Timestamp;
 
-/// Most hints kept (16 bytes each); past it new ones are dropped, and the walk finds them.
+/// Most hints kept (16 bytes each, and an entry per account); past it new ones are dropped,
+/// and the walk finds them.
 pub(crate) const CAPACITY: usize = 200_000;
 /// Longest time between two walks of the due index while hints keep the worker busy: how
 /// late work this node has no hint of can be.
 pub(crate) const SCAN_EVERY_MS: i64 = 250;
+
+/// Each account's hints, soonest first, and whose turn is next.
+#[derive(Default)]
+struct Hints {
+    /// (due at in Unix ms, SMS id) of each account's SMS, soonest first.
+    by_account: HashMap<i64, BinaryHeap<Reverse<(i64, i64)>>>,
+    /// Hints kept, all accounts together.
+    len: usize,
+    /// The account the last take ended on: the next take starts after it.
+    after: i64,
+}
 
 /// See the module's documentation.
 #[derive(Default)]
 pub(crate) struct DueHints {
     /// Hints are kept (PostgreSQL); off, every tick walks the due index.
     on: bool,
-    /// (due at in Unix ms, SMS id), soonest first.
-    heap: Mutex<BinaryHeap<Reverse<(i64, i64)>>>,
+    /// The hints, by account.
+    hints: Mutex<Hints>,
     /// When the due index was last walked (Unix ms).
     scanned_at: AtomicI64,
     /// The account the last walk visited last (0: none): walks visit the accounts with
@@ -58,29 +71,72 @@ impl DueHints {
         }
     }
 
-    /// Notes that SMS `id` is due at `at`.
-    pub(crate) fn add(&self, id: i64, at: Timestamp) {
+    /// Notes that SMS `id`, of `account`, is due at `at`.
+    pub(crate) fn add(&self, id: i64, account: i64, at: Timestamp) {
         if !self.on {
             return;
         }
-        let mut heap = self.lock();
-        if heap.len() < CAPACITY {
-            heap.push(Reverse((at.millis(), id)));
+        let mut hints = self.lock();
+        if hints.len < CAPACITY {
+            hints.len += 1;
+            hints
+                .by_account
+                .entry(account)
+                .or_default()
+                .push(Reverse((at.millis(), id)));
         }
     }
 
-    /// Takes up to `limit` hints due at `now`, soonest first.
+    /// Takes up to `limit` hints due at `now`: one of each account with some in turn
+    /// (starting after the account the last take ended on), each account's soonest first,
+    /// until `limit` or none is left, as the walk shares its batch (`sms_queue::due_ids`).
     pub(crate) fn take_due(&self, now: Timestamp, limit: usize) -> Vec<i64> {
-        let mut heap = self.lock();
+        let now = now.millis();
+        let mut guard = self.lock();
+        let hints = &mut *guard;
+        let is_due =
+            |heap: &BinaryHeap<Reverse<(i64, i64)>>| heap.peek().is_some_and(|h| h.0.0 <= now);
+        let mut accounts: Vec<i64> = hints
+            .by_account
+            .iter()
+            .filter(|(_, heap)| is_due(heap))
+            .map(|(&account, _)| account)
+            .collect();
+        accounts.sort_unstable();
+        let start = accounts.partition_point(|&a| a <= hints.after);
+        accounts.rotate_left(start);
         let mut ids = Vec::new();
-        while ids.len() < limit {
-            match heap.peek() {
-                Some(Reverse((at, _))) if *at <= now.millis() => {}
-                _ => break,
+        let mut last = None;
+        'rounds: loop {
+            let before = ids.len();
+            for &account in &accounts {
+                if ids.len() >= limit {
+                    break 'rounds;
+                }
+                if let Some(heap) = hints.by_account.get_mut(&account)
+                    && is_due(heap)
+                    && let Some(Reverse((_, id))) = heap.pop()
+                {
+                    ids.push(id);
+                    last = Some(account);
+                }
             }
-            if let Some(Reverse((_, id))) = heap.pop() {
-                ids.push(id);
+            if ids.len() == before {
+                break;
             }
+        }
+        for account in &accounts {
+            if hints
+                .by_account
+                .get(account)
+                .is_some_and(BinaryHeap::is_empty)
+            {
+                hints.by_account.remove(account);
+            }
+        }
+        hints.len -= ids.len();
+        if let Some(account) = last {
+            hints.after = account;
         }
         ids
     }
@@ -124,9 +180,10 @@ impl DueHints {
         self.walk_after.store(last_account, Ordering::Relaxed);
     }
 
-    fn lock(&self) -> MutexGuard<'_, BinaryHeap<Reverse<(i64, i64)>>> {
-        // A panic while holding the lock leaves a valid heap.
-        self.heap.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> MutexGuard<'_, Hints> {
+        // A panic while holding the lock leaves valid heaps (at worst `len` counts a hint
+        // taken: one fewer kept before `CAPACITY`).
+        self.hints.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -138,13 +195,13 @@ mod tests {
     fn due_hints_come_soonest_first_and_the_walk_runs_when_they_run_dry() {
         let off = DueHints::for_database(dialtone_store::Dialect::Sqlite);
         let t = Timestamp::from_millis(1_800_000_000_000);
-        off.add(1, t);
+        off.add(1, 7, t);
         assert_eq!(off.take_due(t, 10), Vec::<i64>::new(), "no hints on SQLite");
         assert!(off.walk_now(t, 0) && off.walk_now(t, 5), "every tick walks");
         let hints = DueHints::for_database(dialtone_store::Dialect::Postgres);
-        hints.add(3, t.plus_ms(10));
-        hints.add(1, t);
-        hints.add(2, t.plus_ms(5));
+        hints.add(3, 7, t.plus_ms(10));
+        hints.add(1, 7, t);
+        hints.add(2, 7, t.plus_ms(5));
         assert_eq!(hints.take_due(t.plus_ms(5), 10), [1, 2]);
         assert_eq!(hints.take_due(t.plus_ms(5), 10), Vec::<i64>::new());
         assert_eq!(hints.take_due(t.plus_ms(20), 10), [3]);
@@ -154,6 +211,43 @@ mod tests {
         // Hints keep it busy: the walk waits for its interval.
         assert!(!hints.walk_now(t.plus_ms(SCAN_EVERY_MS - 1), 5));
         assert!(hints.walk_now(t.plus_ms(SCAN_EVERY_MS), 5));
+    }
+
+    #[test]
+    fn hints_are_taken_one_of_each_account_in_turn() {
+        let t = Timestamp::from_millis(1_800_000_000_000);
+        let hints = DueHints::for_database(dialtone_store::Dialect::Postgres);
+        // Account 5's backlog was due first; accounts 6 and 7 have one each, due after it.
+        for id in 1..=10 {
+            hints.add(id, 5, t.plus_ms(id));
+        }
+        hints.add(20, 6, t.plus_ms(50));
+        hints.add(30, 7, t.plus_ms(60));
+        hints.add(31, 7, t.plus_ms(1_000));
+        assert_eq!(hints.take_due(t.plus_ms(100), 4), [1, 20, 30, 2]);
+        // The next take starts after the account the last ended on; 7's other hint is not due.
+        assert_eq!(hints.take_due(t.plus_ms(100), 3), [3, 4, 5]);
+        assert_eq!(hints.take_due(t.plus_ms(100), 100), [6, 7, 8, 9, 10]);
+        assert_eq!(hints.take_due(t.plus_ms(100), 100), Vec::<i64>::new());
+        assert_eq!(hints.take_due(t.plus_ms(1_000), 100), [31]);
+        assert!(
+            hints.lock().by_account.is_empty(),
+            "emptied accounts are dropped"
+        );
+        assert_eq!(hints.lock().len, 0);
+    }
+
+    #[test]
+    fn hints_stop_at_their_capacity() {
+        let t = Timestamp::from_millis(1_800_000_000_000);
+        let hints = DueHints::for_database(dialtone_store::Dialect::Postgres);
+        for id in 0..CAPACITY as i64 + 5 {
+            hints.add(id, id % 3, t);
+        }
+        assert_eq!(hints.lock().len, CAPACITY);
+        assert_eq!(hints.take_due(t, 10).len(), 10);
+        hints.add(-1, 9, t);
+        assert_eq!(hints.lock().len, CAPACITY - 9, "room again after a take");
     }
 
     #[test]

@@ -30,11 +30,14 @@ pub(crate) struct Moves {
     modes: HashMap<i64, String>,
     /// One new state per SMS (an SMS moved twice in the batch has its last one), by id.
     states: Vec<StateWrite>,
+    /// The account of each of `states`, at the same place (the worker's hints are kept by
+    /// account).
+    state_accounts: Vec<i64>,
     index: HashMap<i64, usize>,
     outbox: Outbox,
-    /// The SMS written with a next due time, and that time: the worker's hints once the
-    /// transaction commits (see `due_hints`).
-    scheduled: Vec<(i64, Timestamp)>,
+    /// The SMS written with a next due time, their accounts, and that time: the worker's
+    /// hints once the transaction commits (see `due_hints`).
+    scheduled: Vec<(i64, i64, Timestamp)>,
     /// The owners of the numbers SMS of this transaction go to, read together before the
     /// moves ([`Moves::read_owners`]): a delivery to a number of this platform reaches its
     /// owner. A recipient not here is read when its SMS is delivered.
@@ -72,6 +75,7 @@ impl Moves {
             None => {
                 self.index.insert(moved.id, self.states.len());
                 self.states.push(state);
+                self.state_accounts.push(moved.account_id);
             }
         }
     }
@@ -101,24 +105,24 @@ impl Moves {
     pub(crate) fn reschedule(
         &mut self,
         c: &mut dyn Conn,
-        sms_id: i64,
+        sms: &Sms,
         next_at: Option<Timestamp>,
     ) -> Result<(), AppError> {
-        match self.index.get(&sms_id) {
+        match self.index.get(&sms.id) {
             Some(&i) => self.states[i].next_at = next_at,
             None => {
-                store::reschedule(c, sms_id, next_at)?;
+                store::reschedule(c, sms.id, next_at)?;
                 if let Some(at) = next_at {
-                    self.scheduled.push((sms_id, at));
+                    self.scheduled.push((sms.id, sms.account_id, at));
                 }
             }
         }
         Ok(())
     }
 
-    /// The SMS written so far with a next due time, and that time (taken: the list starts
-    /// again).
-    pub(crate) fn take_scheduled(&mut self) -> Vec<(i64, Timestamp)> {
+    /// The SMS written so far with a next due time, their accounts, and that time (taken:
+    /// the list starts again).
+    pub(crate) fn take_scheduled(&mut self) -> Vec<(i64, i64, Timestamp)> {
         std::mem::take(&mut self.scheduled)
     }
 
@@ -129,9 +133,11 @@ impl Moves {
         self.scheduled.extend(
             self.states
                 .iter()
-                .filter_map(|s| s.next_at.map(|at| (s.id, at))),
+                .zip(&self.state_accounts)
+                .filter_map(|(s, &account)| s.next_at.map(|at| (s.id, account, at))),
         );
         self.states.clear();
+        self.state_accounts.clear();
         self.index.clear();
         self.outbox.flush(c)?;
         Ok(())
@@ -281,7 +287,7 @@ pub(crate) fn settle_now(
             moves.set_message_ids(c, sms.id, accepted.message_ids.join(","))?;
         }
         Err(rejected) if rejected.permanent => refuse(c, state, moves, sms, &rejected.reason, now)?,
-        Err(_) => moves.reschedule(c, sms.id, Some(now.plus_ms(RETRY_MS)))?,
+        Err(_) => moves.reschedule(c, sms, Some(now.plus_ms(RETRY_MS)))?,
     }
     Ok(())
 }

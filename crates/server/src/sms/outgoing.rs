@@ -89,7 +89,9 @@ async fn send_as(
         };
         match state.sms_intake.run(item).await? {
             Stored::Sms(sms) => {
-                state.sms_hints.add(sms.id, sms.next_at.unwrap_or(now));
+                state
+                    .sms_hints
+                    .add(sms.id, sms.account_id, sms.next_at.unwrap_or(now));
                 state.sms_wake.notify_one();
                 return Ok(Some(*sms));
             }

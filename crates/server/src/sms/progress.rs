@@ -60,7 +60,7 @@ pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
                 moved += 1;
                 let current = SmsStatus::parse(&sms.status).unwrap_or(SmsStatus::Created);
                 if current.is_final() {
-                    moves.reschedule(c, sms.id, None)?;
+                    moves.reschedule(c, &sms, None)?;
                     continue;
                 }
                 if let Some(sim) = simulated_carrier(&st, &sms) {
@@ -75,7 +75,7 @@ pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
                         Some((next, _)) if current.may_become(next) => {
                             apply(c, &st, &mut moves, &sms, next, "", now)?;
                         }
-                        _ => moves.reschedule(c, sms.id, None)?,
+                        _ => moves.reschedule(c, &sms, None)?,
                     }
                     continue;
                 }
@@ -86,7 +86,7 @@ pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
                         }
                     }
                     // A real network's receipts move it on from here.
-                    _ => moves.reschedule(c, sms.id, None)?,
+                    _ => moves.reschedule(c, &sms, None)?,
                 }
             }
             moves.flush(c)?;
@@ -100,8 +100,8 @@ pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
     }
     // Work running late takes more of the writer at the next tick (`pacing`).
     state.sms_pacing.note_claimed(oldest_due, now);
-    for (id, at) in scheduled {
-        state.sms_hints.add(id, at);
+    for (id, account, at) in scheduled {
+        state.sms_hints.add(id, account, at);
     }
     if received {
         // An inbound SMS may start a run, and the other workers look for it.

@@ -85,7 +85,7 @@ pub(crate) fn lease(
     now: Timestamp,
 ) -> Result<Option<Submission>, AppError> {
     let Some((network, carrier)) = route(c, state, &sms)? else {
-        moves.reschedule(c, sms.id, Some(now.plus_ms(ROUTE_RETRY_MS)))?;
+        moves.reschedule(c, &sms, Some(now.plus_ms(ROUTE_RETRY_MS)))?;
         return Ok(None);
     };
     let sms = if sms.status == SmsStatus::Created.as_str() {
@@ -98,7 +98,7 @@ pub(crate) fn lease(
     let parts: Vec<usize> = (1..=outbound.parts.len())
         .filter(|p| !taken.contains(&(*p as i64)))
         .collect();
-    moves.reschedule(c, sms.id, Some(now.plus_ms(LEASE_MS)))?;
+    moves.reschedule(c, &sms, Some(now.plus_ms(LEASE_MS)))?;
     Ok(Some(Submission {
         sms_id: sms.id,
         network,
@@ -227,9 +227,9 @@ async fn settle(
                 }
                 Some((_, r)) => {
                     tracing::info!(sms = %sms.sid, reason = %r.reason, "sms: refused for now, due again");
-                    moves.reschedule(c, sms.id, Some(now.plus_ms(RETRY_MS)))?;
+                    moves.reschedule(c, &sms, Some(now.plus_ms(RETRY_MS)))?;
                 }
-                None => moves.reschedule(c, sms.id, Some(now.plus_ms(RETRY_MS)))?,
+                None => moves.reschedule(c, &sms, Some(now.plus_ms(RETRY_MS)))?,
             }
             moves.flush(c)?;
             Ok::<_, AppError>(())

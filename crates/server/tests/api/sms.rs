@@ -610,6 +610,17 @@ async fn one_accounts_backlog_does_not_hold_back_anothers_sms(app: TestApp) {
     assert_eq!(waiting, 11, "250 a tick, one of them the other account's");
     assert_eq!(fetch(&app, &heavy, &burst[0]).await["status"], "pending");
     assert_eq!(fetch(&app, &heavy, &burst[259]).await["status"], "created");
+
+    // A step later the burst's next moves and its 11 left make 260 due again, with the
+    // other account's first SMS and a second one. On PostgreSQL no walk of the queue is due
+    // yet (one ran 200 ms ago): this tick is the node's hints alone, shared out as well.
+    app.clock.advance_ms(200);
+    let (status, sms) = send_sms(&app, &light, "to=%2B33612345679", json!({"body": "2"})).await;
+    assert_eq!(status, 202, "{sms}");
+    let second = sms["sid"].as_str().unwrap().to_owned();
+    app.tick().await;
+    assert_eq!(fetch(&app, &light, &sid).await["status"], "sent");
+    assert_eq!(fetch(&app, &light, &second).await["status"], "pending");
     app.tick().await;
     assert_eq!(fetch(&app, &heavy, &burst[259]).await["status"], "pending");
 }
