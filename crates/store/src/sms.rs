@@ -219,10 +219,10 @@ pub fn insert_many_drawing(
         .collect::<Result<_, _>>()?;
     // PostgreSQL queued them with their insert.
     if conn.dialect() == Dialect::Sqlite {
-        let due: Vec<(i64, Option<Timestamp>)> = stored_rows
+        let due: Vec<crate::sms_queue::Entry> = stored_rows
             .iter()
             .filter(|s| s.next_at.is_some())
-            .map(|s| (s.id, s.next_at))
+            .map(|s| (s.id, s.account_id, s.next_at))
             .collect();
         crate::sms_queue::set(conn, &due)?;
     }
@@ -237,17 +237,24 @@ pub fn delete_new(conn: &mut dyn Conn, ids: &[i64]) -> Result<(), DbError> {
     }
     let (among, params) = crate::sql::in_list(conn.dialect(), "id", 1, crate::sql::ids(ids));
     conn.execute(&format!("DELETE FROM sms WHERE {among}"), &params)?;
-    let gone: Vec<(i64, Option<Timestamp>)> = ids.iter().map(|&id| (id, None)).collect();
+    // Leaving the queue: the account is not written.
+    let gone: Vec<crate::sms_queue::Entry> = ids.iter().map(|&id| (id, 0, None)).collect();
     crate::sms_queue::set(conn, &gone)
 }
 
-/// Sets when the worker next acts on an SMS (a lease, a retry; `None`: never).
-pub fn reschedule(conn: &mut dyn Conn, id: i64, next_at: Option<Timestamp>) -> Result<(), DbError> {
+/// Sets when the worker next acts on an SMS of `account_id` (a lease, a retry; `None`:
+/// never).
+pub fn reschedule(
+    conn: &mut dyn Conn,
+    id: i64,
+    account_id: i64,
+    next_at: Option<Timestamp>,
+) -> Result<(), DbError> {
     conn.execute(
         "UPDATE sms SET next_at = $1 WHERE id = $2",
         params![next_at, id],
     )?;
-    crate::sms_queue::set(conn, &[(id, next_at)])
+    crate::sms_queue::set(conn, &[(id, account_id, next_at)])
 }
 
 /// One SMS with the sid given; `None` when the sid was taken.
@@ -417,6 +424,8 @@ pub fn parse_history(text: &str) -> Result<Vec<StatusChange>, DbError> {
 pub struct StateWrite {
     /// Internal key of the SMS.
     pub id: i64,
+    /// Its account (the queue's row is the account's: `sms_queue`).
+    pub account_id: i64,
     /// Status after the moves.
     pub status: String,
     /// Why it failed, when it did.
@@ -460,6 +469,7 @@ pub fn write_states(conn: &mut dyn Conn, states: &[StateWrite]) -> Result<(), Db
         };
         let columns = Columns::new()
             .int("id", states.iter().map(|w| Some(w.id)))
+            .int("account_id", states.iter().map(|w| Some(w.account_id)))
             .text("status", states.iter().map(|w| Some(w.status.clone())))
             .text(
                 "status_error",
@@ -480,7 +490,7 @@ pub fn write_states(conn: &mut dyn Conn, states: &[StateWrite]) -> Result<(), Db
              moved AS ({STATE_UPDATE} FROM v WHERE sms.id = v.id), \
              gone AS (DELETE FROM sms_queue q USING v WHERE q.sms_id = v.id AND v.next_at IS NULL) \
              INSERT INTO sms_queue (sms_id, account_id, due_at) \
-             SELECT v.id, sms.account_id, v.next_at FROM v JOIN sms ON sms.id = v.id WHERE v.next_at IS NOT NULL \
+             SELECT id, account_id, next_at FROM v WHERE next_at IS NOT NULL \
              ON CONFLICT (sms_id) DO UPDATE SET due_at = EXCLUDED.due_at",
             columns.unnest("u", 1)
         );
@@ -514,8 +524,11 @@ pub fn write_states(conn: &mut dyn Conn, states: &[StateWrite]) -> Result<(), Db
 }
 
 /// The queue's side of new states: each SMS's next due time.
-fn queue_of(states: &[StateWrite]) -> Vec<(i64, Option<Timestamp>)> {
-    states.iter().map(|w| (w.id, w.next_at)).collect()
+fn queue_of(states: &[StateWrite]) -> Vec<crate::sms_queue::Entry> {
+    states
+        .iter()
+        .map(|w| (w.id, w.account_id, w.next_at))
+        .collect()
 }
 
 /// Outbound SMS no network has taken yet (`created` or `pending`), by the network they are

@@ -17,44 +17,51 @@
 //! and shares the batch out among those with due SMS, so an account's backlog delays its own
 //! SMS only.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 
 use dialtone_domain::Timestamp;
 
 use crate::params;
 use crate::sql::{Columns, Conn, DbError, Dialect, Value, in_list, row_chunks, values_list};
 
-/// Sets when each SMS is next due (`None`: never, it leaves the queue). An SMS given twice
-/// takes its last time.
-pub fn set(conn: &mut dyn Conn, due: &[(i64, Option<Timestamp>)]) -> Result<(), DbError> {
+/// One SMS's place in the queue: its id, its account, and when it is next due (`None`:
+/// never, it leaves the queue).
+pub type Entry = (i64, i64, Option<Timestamp>);
+
+/// Sets when each SMS is next due. An SMS given twice takes its last time.
+pub fn set(conn: &mut dyn Conn, due: &[Entry]) -> Result<(), DbError> {
     if due.is_empty() {
         return Ok(());
     }
     // One row per SMS (an upsert may not touch a row twice), its last time.
-    let mut last: Vec<(i64, Option<Timestamp>)> = Vec::with_capacity(due.len());
+    let mut last: Vec<Entry> = Vec::with_capacity(due.len());
     let mut at = std::collections::HashMap::with_capacity(due.len());
-    for &(id, time) in due {
-        match at.get(&id) {
-            Some(&i) => last[i] = (id, time),
+    for &entry in due {
+        match at.get(&entry.0) {
+            Some(&i) => last[i] = entry,
             None => {
-                at.insert(id, last.len());
-                last.push((id, time));
+                at.insert(entry.0, last.len());
+                last.push(entry);
             }
         }
     }
     match conn.dialect() {
         Dialect::Postgres => {
             let columns = Columns::new()
-                .int("id", last.iter().map(|&(id, _)| Some(id)))
+                .int("id", last.iter().map(|&(id, _, _)| Some(id)))
+                .int(
+                    "account_id",
+                    last.iter().map(|&(_, account, _)| Some(account)),
+                )
                 .int(
                     "due_at",
-                    last.iter().map(|&(_, t)| t.map(Timestamp::millis)),
+                    last.iter().map(|&(_, _, t)| t.map(Timestamp::millis)),
                 );
             let sql = format!(
                 "WITH v AS (SELECT * FROM {}), \
                  gone AS (DELETE FROM sms_queue q USING v WHERE q.sms_id = v.id AND v.due_at IS NULL) \
                  INSERT INTO sms_queue (sms_id, account_id, due_at) \
-                 SELECT v.id, sms.account_id, v.due_at FROM v JOIN sms ON sms.id = v.id WHERE v.due_at IS NOT NULL \
+                 SELECT id, account_id, due_at FROM v WHERE due_at IS NOT NULL \
                  ON CONFLICT (sms_id) DO UPDATE SET due_at = EXCLUDED.due_at",
                 columns.unnest("u", 1)
             );
@@ -63,28 +70,28 @@ pub fn set(conn: &mut dyn Conn, due: &[(i64, Option<Timestamp>)]) -> Result<(), 
         Dialect::Sqlite => {
             let gone: Vec<i64> = last
                 .iter()
-                .filter(|(_, t)| t.is_none())
-                .map(|&(id, _)| id)
+                .filter(|(_, _, t)| t.is_none())
+                .map(|&(id, _, _)| id)
                 .collect();
             if !gone.is_empty() {
                 let (among, params) = in_list(Dialect::Sqlite, "sms_id", 1, crate::sql::ids(&gone));
                 conn.execute(&format!("DELETE FROM sms_queue WHERE {among}"), &params)?;
             }
-            let due: Vec<(i64, Timestamp)> = last
+            let due: Vec<(i64, i64, Timestamp)> = last
                 .iter()
-                .filter_map(|&(id, t)| t.map(|t| (id, t)))
+                .filter_map(|&(id, account, t)| t.map(|t| (id, account, t)))
                 .collect();
             for chunk in row_chunks(&due) {
                 let sql = format!(
-                    "WITH v(id, due_at) AS (VALUES {}) \
-                     INSERT INTO sms_queue (sms_id, account_id, due_at) \
-                     SELECT v.id, sms.account_id, v.due_at FROM v JOIN sms ON sms.id = v.id WHERE true \
+                    "INSERT INTO sms_queue (sms_id, account_id, due_at) VALUES {} \
                      ON CONFLICT (sms_id) DO UPDATE SET due_at = excluded.due_at",
-                    values_list(chunk.len(), &[crate::sql::Item::Param; 2])
+                    values_list(chunk.len(), &[crate::sql::Item::Param; 3])
                 );
                 let params: Vec<Value> = chunk
                     .iter()
-                    .flat_map(|&(id, t)| [Value::from(id), Value::from(t)])
+                    .flat_map(|&(id, account, t)| {
+                        [Value::from(id), Value::from(account), Value::from(t)]
+                    })
                     .collect();
                 conn.execute(&sql, &params)?;
             }
@@ -92,6 +99,11 @@ pub fn set(conn: &mut dyn Conn, due: &[(i64, Option<Timestamp>)]) -> Result<(), 
     }
     Ok(())
 }
+
+/// Most rounds of offers one walk asks for ([`due_ids`]): each asks the accounts that may
+/// have more for an even share of what the batch still needs. SMS the caller skips can
+/// leave a batch short after the last; the next tick goes on.
+const OFFER_ROUNDS: usize = 4;
 
 /// Most accounts one walk visits ([`due_ids`]). Each costs an index lookup or two, whether
 /// or not its SMS are due; past this many, the next walk goes on from where this one ended,
@@ -129,30 +141,43 @@ pub fn due_ids(
         accounts.extend(first.into_iter().filter(|&a| a <= after_account));
     }
     let last_account = accounts.last().copied().unwrap_or(0);
-    // Each account offers enough to fill the batch past the SMS skipped.
-    let offers = due_of(conn, now, limit + skip.len(), &accounts)?;
-    let mut offers: Vec<std::vec::IntoIter<i64>> = offers
-        .into_iter()
-        .map(|ids| {
-            ids.into_iter()
-                .filter(|id| !skip.contains(id))
-                .collect::<Vec<_>>()
-                .into_iter()
-        })
-        .collect();
+    // Offered a round at a time, each account an even share of what the batch still needs,
+    // and again only by the accounts that offered all they were asked (they may have more):
+    // the rows read stay near the batch's size however many accounts have a backlog.
+    let mut offers: Vec<VecDeque<i64>> = vec![VecDeque::new(); accounts.len()];
+    let mut read = vec![0usize; accounts.len()];
+    let mut open: Vec<usize> = (0..accounts.len()).collect();
     let mut ids = Vec::with_capacity(limit);
-    while ids.len() < limit {
-        let before = ids.len();
-        for offer in &mut offers {
-            if ids.len() == limit {
+    for _ in 0..OFFER_ROUNDS {
+        if ids.len() >= limit || open.is_empty() {
+            break;
+        }
+        let share = (limit - ids.len()).div_ceil(open.len());
+        let asked: Vec<(i64, usize)> = open.iter().map(|&i| (accounts[i], read[i])).collect();
+        let rows = due_of(conn, now, share, &asked)?;
+        let mut still_open = Vec::new();
+        for (&i, got) in open.iter().zip(rows) {
+            read[i] += got.len();
+            if got.len() == share {
+                still_open.push(i);
+            }
+            offers[i].extend(got.into_iter().filter(|id| !skip.contains(id)));
+        }
+        open = still_open;
+        // One of each account in turn, until the batch is full or the offers run out.
+        while ids.len() < limit {
+            let before = ids.len();
+            for offer in &mut offers {
+                if ids.len() == limit {
+                    break;
+                }
+                if let Some(id) = offer.pop_front() {
+                    ids.push(id);
+                }
+            }
+            if ids.len() == before {
                 break;
             }
-            if let Some(id) = offer.next() {
-                ids.push(id);
-            }
-        }
-        if ids.len() == before {
-            break;
         }
     }
     Ok(Walk { ids, last_account })
@@ -175,15 +200,16 @@ fn accounts_after(conn: &mut dyn Conn, after: i64, most: i64) -> Result<Vec<i64>
     .collect()
 }
 
-/// Each account's SMS due at `now`, soonest first (then in the order they were stored), at
-/// most `limit` of each: on PostgreSQL one statement for every account, on SQLite one
-/// lookup each. Both read the index alone (`sms_queue_account_due`; SQLite's entries end
-/// with the row id, PostgreSQL's with `sms_id` named).
+/// Each account's SMS due at `now`, soonest first (then in the order they were stored),
+/// `limit` of each after the first `skip` of it (the `(account, skip)` pairs): on PostgreSQL
+/// one statement for every account, on SQLite one lookup each. Both read the index alone
+/// (`sms_queue_account_due`; SQLite's entries end with the row id, PostgreSQL's with
+/// `sms_id` named).
 fn due_of(
     conn: &mut dyn Conn,
     now: Timestamp,
     limit: usize,
-    accounts: &[i64],
+    accounts: &[(i64, usize)],
 ) -> Result<Vec<Vec<i64>>, DbError> {
     let mut offers: Vec<Vec<i64>> = vec![Vec::new(); accounts.len()];
     if accounts.is_empty() || limit == 0 {
@@ -192,12 +218,21 @@ fn due_of(
     match conn.dialect() {
         Dialect::Postgres => {
             let sql = format!(
-                "SELECT a.ord, q.sms_id FROM unnest($1::bigint[]) WITH ORDINALITY AS a(id, ord) \
+                "SELECT a.ord, q.sms_id FROM unnest($1::bigint[], $3::bigint[]) WITH ORDINALITY AS a(id, skip, ord) \
                  CROSS JOIN LATERAL (SELECT sms_id, due_at FROM sms_queue \
-                 WHERE account_id = a.id AND due_at <= $2 ORDER BY due_at, sms_id LIMIT {limit}) q \
+                 WHERE account_id = a.id AND due_at <= $2 ORDER BY due_at, sms_id LIMIT {limit} OFFSET a.skip) q \
                  ORDER BY a.ord, q.due_at, q.sms_id"
             );
-            let params = [Value::Array(crate::sql::ids(accounts)), now.into()];
+            let ids: Vec<i64> = accounts.iter().map(|&(a, _)| a).collect();
+            let skips: Vec<i64> = accounts
+                .iter()
+                .map(|&(_, n)| i64::try_from(n).unwrap_or(i64::MAX))
+                .collect();
+            let params = [
+                Value::Array(crate::sql::ids(&ids)),
+                now.into(),
+                Value::Array(crate::sql::ids(&skips)),
+            ];
             for row in conn.query(&sql, &params)? {
                 let at = usize::try_from(row.int(0)? - 1)
                     .map_err(|_| DbError::Other("an account out of the walk".to_owned()))?;
@@ -209,10 +244,11 @@ fn due_of(
         Dialect::Sqlite => {
             let sql = format!(
                 "SELECT sms_id FROM sms_queue WHERE account_id = $1 AND due_at <= $2 \
-                 ORDER BY due_at, sms_id LIMIT {limit}"
+                 ORDER BY due_at, sms_id LIMIT {limit} OFFSET $3"
             );
-            for (offer, &account) in offers.iter_mut().zip(accounts) {
-                for row in conn.query(&sql, params![account, now])? {
+            for (offer, &(account, skip)) in offers.iter_mut().zip(accounts) {
+                let skip = i64::try_from(skip).unwrap_or(i64::MAX);
+                for row in conn.query(&sql, params![account, now, skip])? {
                     offer.push(row.int(0)?);
                 }
             }

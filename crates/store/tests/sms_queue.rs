@@ -32,9 +32,10 @@ async fn due_at(store: &Store, at: Timestamp) -> Vec<i64> {
         .collect()
 }
 
-fn state(id: i64, status: &str, next_at: Option<Timestamp>) -> StateWrite {
+fn state(id: i64, account_id: i64, status: &str, next_at: Option<Timestamp>) -> StateWrite {
     StateWrite {
         id,
+        account_id,
         status: status.into(),
         status_error: String::new(),
         next_at,
@@ -75,11 +76,11 @@ async fn the_queue_follows_next_at(store: &Store) {
                 sms::write_states(
                     c,
                     &[
-                        state(ids[1], "delivered", None),
-                        state(ids[3], "sent", Some(later.plus_ms(1))),
+                        state(ids[1], account, "delivered", None),
+                        state(ids[3], account, "sent", Some(later.plus_ms(1))),
                     ],
                 )?;
-                sms::write_states(c, &[state(ids[0], "sent", Some(NOW.plus_ms(1)))])
+                sms::write_states(c, &[state(ids[0], account, "sent", Some(NOW.plus_ms(1)))])
             }
         })
         .await
@@ -92,13 +93,24 @@ async fn the_queue_follows_next_at(store: &Store) {
         .write({
             let ids = ids.clone();
             move |c| {
-                sms::reschedule(c, ids[2], Some(NOW))?;
-                sms::reschedule(c, ids[0], None)
+                sms::reschedule(c, ids[2], account, Some(NOW))?;
+                sms::reschedule(c, ids[0], account, None)
             }
         })
         .await
         .unwrap();
     assert_eq!(due_at(store, NOW).await, [ids[2]]);
+    let owners = store
+        .read(|c| {
+            c.query(
+                "SELECT DISTINCT account_id FROM sms_queue",
+                dialtone_store::params![],
+            )
+        })
+        .await
+        .unwrap();
+    assert_eq!(owners.len(), 1, "every queued SMS is its account's");
+    assert_eq!(owners[0].int(0).unwrap(), account);
     let read = store
         .read({
             let sid = made[0].sid.clone();

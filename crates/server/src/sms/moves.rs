@@ -30,9 +30,6 @@ pub(crate) struct Moves {
     modes: HashMap<i64, String>,
     /// One new state per SMS (an SMS moved twice in the batch has its last one), by id.
     states: Vec<StateWrite>,
-    /// The account of each of `states`, at the same place (the worker's hints are kept by
-    /// account).
-    state_accounts: Vec<i64>,
     index: HashMap<i64, usize>,
     outbox: Outbox,
     /// The SMS written with a next due time, their accounts, and that time: the worker's
@@ -52,6 +49,7 @@ impl Moves {
     fn queue_state(&mut self, moved: &Sms, line: String) {
         let state = StateWrite {
             id: moved.id,
+            account_id: moved.account_id,
             status: moved.status.clone(),
             status_error: moved.status_error.clone(),
             next_at: moved.next_at,
@@ -75,7 +73,6 @@ impl Moves {
             None => {
                 self.index.insert(moved.id, self.states.len());
                 self.states.push(state);
-                self.state_accounts.push(moved.account_id);
             }
         }
     }
@@ -111,7 +108,7 @@ impl Moves {
         match self.index.get(&sms.id) {
             Some(&i) => self.states[i].next_at = next_at,
             None => {
-                store::reschedule(c, sms.id, next_at)?;
+                store::reschedule(c, sms.id, sms.account_id, next_at)?;
                 if let Some(at) = next_at {
                     self.scheduled.push((sms.id, sms.account_id, at));
                 }
@@ -133,11 +130,9 @@ impl Moves {
         self.scheduled.extend(
             self.states
                 .iter()
-                .zip(&self.state_accounts)
-                .filter_map(|(s, &account)| s.next_at.map(|at| (s.id, account, at))),
+                .filter_map(|s| s.next_at.map(|at| (s.id, s.account_id, at))),
         );
         self.states.clear();
-        self.state_accounts.clear();
         self.index.clear();
         self.outbox.flush(c)?;
         Ok(())
