@@ -164,23 +164,41 @@ pub fn due_ids(
             offers[i].extend(got.into_iter().filter(|id| !skip.contains(id)));
         }
         open = still_open;
-        // One of each account in turn, until the batch is full or the offers run out.
-        while ids.len() < limit {
-            let before = ids.len();
-            for offer in &mut offers {
-                if ids.len() == limit {
-                    break;
-                }
-                if let Some(id) = offer.pop_front() {
-                    ids.push(id);
-                }
-            }
-            if ids.len() == before {
-                break;
-            }
-        }
+        let mut turns: Vec<_> = offers
+            .iter_mut()
+            .map(|offer| std::iter::from_fn(|| offer.pop_front()))
+            .collect();
+        in_turn(&mut turns, limit, &mut ids);
     }
     Ok(Walk { ids, last_account })
+}
+
+/// Takes one item of each of `offers` in turn, in their order, into `taken` until it holds
+/// `limit` or every offer has run out; gives the index of the offer the last item came from.
+/// How the worker shares a batch among accounts: the walk's offers here, the node's hints
+/// (`DueHints::take_due` in the server).
+pub fn in_turn<I: Iterator<Item = i64>>(
+    offers: &mut [I],
+    limit: usize,
+    taken: &mut Vec<i64>,
+) -> Option<usize> {
+    let mut last = None;
+    while taken.len() < limit {
+        let before = taken.len();
+        for (i, offer) in offers.iter_mut().enumerate() {
+            if taken.len() >= limit {
+                break;
+            }
+            if let Some(id) = offer.next() {
+                taken.push(id);
+                last = Some(i);
+            }
+        }
+        if taken.len() == before {
+            break;
+        }
+    }
+    last
 }
 
 /// Up to `most` accounts with queued SMS, after `after`, in order: one index lookup each (a

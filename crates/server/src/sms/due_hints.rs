@@ -105,33 +105,30 @@ impl DueHints {
         accounts.sort_unstable();
         let start = accounts.partition_point(|&a| a <= hints.after);
         accounts.rotate_left(start);
+        // Each due account's heap, out of the map while its due hints are taken in turn.
+        let mut heaps: Vec<BinaryHeap<Reverse<(i64, i64)>>> = accounts
+            .iter()
+            .filter_map(|account| hints.by_account.remove(account))
+            .collect();
         let mut ids = Vec::new();
-        let mut last = None;
-        'rounds: loop {
-            let before = ids.len();
-            for &account in &accounts {
-                if ids.len() >= limit {
-                    break 'rounds;
-                }
-                if let Some(heap) = hints.by_account.get_mut(&account)
-                    && is_due(heap)
-                    && let Some(Reverse((_, id))) = heap.pop()
-                {
-                    ids.push(id);
-                    last = Some(account);
-                }
-            }
-            if ids.len() == before {
-                break;
-            }
-        }
-        for account in &accounts {
-            if hints
-                .by_account
-                .get(account)
-                .is_some_and(BinaryHeap::is_empty)
-            {
-                hints.by_account.remove(account);
+        let mut turns: Vec<_> = heaps
+            .iter_mut()
+            .map(|heap| {
+                std::iter::from_fn(move || {
+                    if is_due(heap) {
+                        heap.pop().map(|Reverse((_, id))| id)
+                    } else {
+                        None
+                    }
+                })
+            })
+            .collect();
+        let last = dialtone_store::sms_queue::in_turn(&mut turns, limit, &mut ids)
+            .and_then(|i| accounts.get(i).copied());
+        drop(turns);
+        for (account, heap) in accounts.iter().zip(heaps) {
+            if !heap.is_empty() {
+                hints.by_account.insert(*account, heap);
             }
         }
         hints.len -= ids.len();
@@ -148,9 +145,9 @@ impl DueHints {
     }
 
     /// How many hints the tick at `now` takes of its `batch`: all of it, but half while a
-    /// walk is due. The walk is what reaches the SMS of accounts whose work is not first in
-    /// due order (the hints are, like the queue, soonest first: one account's backlog fills
-    /// them), so it keeps a share of the batch (see `sms_queue::due_ids`).
+    /// walk is due. The walk is what reaches the SMS this node has no hints of (other
+    /// nodes', retries other paths schedule, hints dropped at [`CAPACITY`]), so it keeps a
+    /// share of the batch (see `sms_queue::due_ids`).
     pub(crate) fn hint_limit(&self, now: Timestamp, batch: usize) -> usize {
         if self.walk_due(now) { batch / 2 } else { batch }
     }

@@ -31,8 +31,9 @@ const SHARED_FOR_MS: i64 = 100;
 /// worker takes [`BATCH_ALONE`] even while requests share the writer. Without it a client
 /// load of 64 connections or more left the worker so small a share that 89-98% of the SMS
 /// accepted during the load had not moved when it ended: none reached their network, and,
-/// the queue being in due order, one account's burst held every other account's SMS behind
-/// it (another account's SMS took 14-16 s to be delivered during a 12 s burst). Past this
+/// the queue then being taken in due order (before migration 0031), one account's burst
+/// held every other account's SMS behind it (another account's SMS took 14-16 s to be
+/// delivered during a 12 s burst). Past this
 /// the moves take the writer's time they need and the accepted rate falls to what they
 /// keep up with. Each move of an SMS may wait about this long behind other SMS: with 1,000
 /// ms the other account's SMS took 5.2 s, with 250 ms 2.2 s, with 100 ms 1.65 s (its
