@@ -108,6 +108,7 @@ impl Application {
             limiter: Arc::default(),
             auth_guard: http::guard::AuthGuard::new(config_threads(), state_config_failures),
             feeds: http::feed_slots::FeedSlots::default(),
+            feed_hub: crate::console::feed_hub::FeedHub::default(),
             speech: Arc::default(),
         });
         let stored_trunks = crate::voice::sip::stored_trunks(&state).await?;

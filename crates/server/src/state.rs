@@ -112,4 +112,6 @@ pub struct Shared {
     pub(crate) speech: Arc<crate::speech::Speech>,
     /// The console's live feeds open per account.
     pub(crate) feeds: crate::http::feed_slots::FeedSlots,
+    /// The node's one reader of new events for the console's live feeds.
+    pub(crate) feed_hub: crate::console::feed_hub::FeedHub,
 }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use dialtone_domain::Timestamp;
 
 use crate::params;
-use crate::sql::{Conn, DbError, Dialect};
+use crate::sql::{Conn, DbError, Dialect, Value};
 
 /// A new event id, 32 characters shaped like the real service's (`9422146236497234056PGNSmlw2sOrjq`):
 /// 19 digits of the wall clock in nanoseconds, then 13 random letters and digits.
@@ -314,7 +314,8 @@ pub struct StoredEvent {
     pub created: Timestamp,
 }
 
-/// The account's events, oldest first (for tests and diagnostics).
+/// The account's events, oldest first (for tests and diagnostics). Events are not indexed
+/// by account (migration 0032): this reads the whole table.
 pub fn list(conn: &mut dyn Conn, account_id: i64) -> Result<Vec<StoredEvent>, DbError> {
     conn.query(
         "SELECT event_id, type, data, created FROM events WHERE account_id = $1 ORDER BY id",
@@ -332,52 +333,67 @@ pub fn list(conn: &mut dyn Conn, account_id: i64) -> Result<Vec<StoredEvent>, Db
     .collect()
 }
 
-/// An event as the console's live feed sends it.
+/// An event as the console's live feeds send it.
 #[derive(Debug, Clone)]
 pub struct FeedEvent {
-    /// Internal key: the feed's position.
+    /// Internal key: the feeds' position.
     pub id: i64,
+    /// The account it belongs to.
+    pub account_id: i64,
     /// Event name.
     pub event_type: String,
     /// JSON object pushed.
     pub data: String,
 }
 
-/// The account's events after position `after`, oldest first, at most `limit`.
-pub fn after(
+/// The position of the newest event of every account (0 without any): where a live feed
+/// that does not resume starts.
+pub fn newest_position(conn: &mut dyn Conn) -> Result<i64, DbError> {
+    Ok(conn
+        .query_opt("SELECT max(id) FROM events", params![])?
+        .map(|r| r.opt_int(0))
+        .transpose()?
+        .flatten()
+        .unwrap_or(0))
+}
+
+/// The events of `accounts` at positions in `(after, upto]`, oldest first, at most `limit`.
+///
+/// A range of the primary key, every account's events in it read and those of other
+/// accounts left: the caller bounds the range (`upto - after`), which bounds the rows read
+/// whatever the accounts. Events have no index by account (migration 0032): one reader a
+/// node serves every open feed from a read like this one.
+pub fn among(
     conn: &mut dyn Conn,
-    account_id: i64,
     after: i64,
-    limit: i64,
+    upto: i64,
+    accounts: &[i64],
+    limit: usize,
 ) -> Result<Vec<FeedEvent>, DbError> {
+    if accounts.is_empty() || upto <= after {
+        return Ok(Vec::new());
+    }
+    let (among, mut params) =
+        crate::sql::in_list(conn.dialect(), "account_id", 3, crate::sql::ids(accounts));
+    params.splice(0..0, [Value::from(after), Value::from(upto)]);
     conn.query(
         &format!(
-            "SELECT id, type, data FROM events WHERE account_id = $1 AND id > $2 ORDER BY id LIMIT {}",
-            limit.clamp(1, 1000)
+            "SELECT id, account_id, type, data FROM events \
+             WHERE id > $1 AND id <= $2 AND {among} ORDER BY id LIMIT {}",
+            limit.clamp(1, 10_000)
         ),
-        params![account_id, after],
+        &params,
     )?
     .iter()
     .map(|r| {
         Ok(FeedEvent {
             id: r.int(0)?,
-            event_type: r.text(1)?,
-            data: r.text(2)?,
+            account_id: r.int(1)?,
+            event_type: r.text(2)?,
+            data: r.text(3)?,
         })
     })
     .collect()
-}
-
-/// The position of the account's newest event (0 without any).
-pub fn last_position(conn: &mut dyn Conn, account_id: i64) -> Result<i64, DbError> {
-    Ok(conn
-        .query_opt(
-            "SELECT id FROM events WHERE account_id = $1 ORDER BY id DESC LIMIT 1",
-            params![account_id],
-        )?
-        .map(|r| r.int(0))
-        .transpose()?
-        .unwrap_or(0))
 }
 
 #[cfg(test)]

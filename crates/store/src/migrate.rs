@@ -57,6 +57,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(29, "0029_sms_queue"),
     migration!(30, "0030_event_ids_unindexed"),
     migration!(31, "0031_sms_queue_accounts"),
+    migration!(32, "0032_events_unindexed_by_account"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

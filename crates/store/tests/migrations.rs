@@ -14,7 +14,7 @@ mod common;
 use std::sync::Arc;
 
 use dialtone_store::key_cache::{self, KeyCache};
-use dialtone_store::{DbError, Store, StoreOptions, migrate, params, sms};
+use dialtone_store::{DbError, Store, StoreOptions, events, migrate, params, sms};
 
 /// A migration test on SQLite and on PostgreSQL (in a schema of its own named after
 /// `$schema`).
@@ -367,6 +367,96 @@ async fn event_ids_lose_their_index(store: &Store) {
 }
 
 both!(event_ids_lose_their_index, "eventids");
+
+/// The names of the indexes on `table`, sorted.
+fn indexes_of(c: &mut dyn dialtone_store::Conn, table: &str) -> Result<Vec<String>, DbError> {
+    match c.dialect() {
+        dialtone_store::Dialect::Sqlite => c.query(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = $1 ORDER BY name",
+            params![table],
+        )?,
+        dialtone_store::Dialect::Postgres => c.query(
+            "SELECT indexname FROM pg_indexes WHERE tablename = $1 \
+             AND schemaname = current_schema() ORDER BY indexname",
+            params![table],
+        )?,
+    }
+    .iter()
+    .map(|r| r.text(0))
+    .collect()
+}
+
+/// Events lose their index by account (migration 32); the console's one reader a node
+/// reads a range of positions and keeps the accounts it serves, in order, up to its limit.
+async fn events_lose_their_account_index(store: &Store) {
+    migrate::run_to(store, 31).await.expect("migrate to 31");
+    let (first, second) = store
+        .write(|c| {
+            let second = c
+                .query_one(
+                    "INSERT INTO accounts (sid, name, status, currency, billing_mode, credit, login, password_hash, created, updated) \
+                     VALUES ('acct0002', 'b', 'active', 'EUR', 'prepaid', 0, 'b', 'x', 0, 0) RETURNING id",
+                    params![],
+                )?
+                .int(0)?;
+            Ok::<_, DbError>((account(c, 0)?, second))
+        })
+        .await
+        .expect("accounts");
+    let ids = store
+        .write(move |c| {
+            let mut ids = Vec::new();
+            for n in 0..6_i64 {
+                let owner = if n % 2 == 0 { first } else { second };
+                let id = c
+                    .query_one(
+                        "INSERT INTO events (event_id, account_id, type, data, created) \
+                         VALUES ($1, $2, 'billing.credit', $3, $4) RETURNING id",
+                        params![format!("e{n}"), owner, format!("{{\"n\":{n}}}"), n],
+                    )?
+                    .int(0)?;
+                ids.push(id);
+            }
+            Ok::<_, DbError>(ids)
+        })
+        .await
+        .expect("fill as release 31 did");
+    assert_eq!(migrate::run_to(store, 32).await.expect("migrate"), vec![32]);
+    let read = ids.clone();
+    let (indexes, newest, all, firsts, capped, window) = store
+        .read(move |c| {
+            let ids = read;
+            let ids_of = |found: Vec<events::FeedEvent>| -> Vec<i64> {
+                found.iter().map(|e| e.id).collect()
+            };
+            Ok::<_, DbError>((
+                indexes_of(c, "events")?,
+                events::newest_position(c)?,
+                ids_of(events::among(c, 0, ids[5], &[first, second], 100)?),
+                ids_of(events::among(c, 0, ids[5], &[first], 100)?),
+                ids_of(events::among(c, 0, ids[5], &[first, second], 2)?),
+                ids_of(events::among(c, ids[1], ids[3], &[first, second], 100)?),
+            ))
+        })
+        .await
+        .expect("read");
+    let expected: &[&str] = match store.dialect() {
+        dialtone_store::Dialect::Sqlite => &[],
+        dialtone_store::Dialect::Postgres => &["events_pkey"],
+    };
+    assert_eq!(indexes, expected);
+    assert_eq!(newest, ids[5]);
+    assert_eq!(all, ids);
+    assert_eq!(firsts, [ids[0], ids[2], ids[4]]);
+    assert_eq!(capped, ids[..2]);
+    assert_eq!(
+        window,
+        ids[2..4],
+        "after the first position, up to the second"
+    );
+}
+
+both!(events_lose_their_account_index, "eventsaccount");
 
 /// The SMS worker's queue takes each SMS's account (migration 31): every queued SMS keeps
 /// its due time and gains its account, and the walk that shares the batch among accounts

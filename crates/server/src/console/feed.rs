@@ -1,10 +1,13 @@
 //! `GET /console/events`: the account's events as server-sent events, for the console's
-//! live updates. The stream reads the account's events table from where it left off (the
-//! `Last-Event-ID` the browser sends back when it reconnects, else from now), every half
-//! second, so it sees what every node of the database recorded; it ends after five minutes
-//! (the browser reconnects) and an account holds at most a few streams per node.
+//! live updates. The node's one reader ([`FeedHub`](super::feed_hub::FeedHub)) reads every
+//! node's new events every half second and hands each stream its account's; a stream that
+//! resumes (the `Last-Event-ID` the browser sends back when it reconnects) first reads what
+//! it missed, from at most a window back. A stream ends after five minutes (the browser
+//! reconnects) and an account holds at most a few streams per node.
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::State;
@@ -12,25 +15,42 @@ use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use dialtone_store::events;
 use futures_util::stream::{self, Stream};
+use tokio::sync::broadcast;
+
+use super::feed_hub;
 
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::http::console_session;
 use crate::state::AppState;
 
-/// How often a stream looks for new events.
-const POLL: Duration = Duration::from_millis(500);
 /// How long one stream lasts before the browser reconnects.
 const LIFETIME: Duration = Duration::from_secs(300);
-/// Events sent per poll at most.
-const BATCH: i64 = 100;
 
 struct Feed {
-    state: AppState,
     account: i64,
     position: i64,
-    pending: std::collections::VecDeque<Event>,
+    events: broadcast::Receiver<Arc<events::FeedEvent>>,
+    pending: VecDeque<Event>,
     ends: tokio::time::Instant,
     _slot: crate::http::feed_slots::FeedSlot,
+}
+
+impl Feed {
+    /// Queues `event` unless the stream sent it already.
+    fn queue(&mut self, event: &events::FeedEvent) {
+        if event.id <= self.position {
+            return;
+        }
+        self.position = event.id;
+        let kind = serde_json::to_string(&event.event_type).unwrap_or_default();
+        let data = format!(r#"{{"type":{kind},"data":{}}}"#, event.data);
+        self.pending.push_back(
+            Event::default()
+                .id(event.id.to_string())
+                .event("change")
+                .data(data),
+        );
+    }
 }
 
 /// The stream of the session's account (cookie only: `EventSource` sends no headers, and
@@ -57,56 +77,43 @@ pub(super) async fn events_stream(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<i64>().ok())
         .filter(|p| *p >= 0);
-    let position = match resume {
-        Some(p) => p,
-        None => {
-            state
-                .store
-                .read(move |c| events::last_position(c, account))
-                .await?
-        }
-    };
-    let feed = Feed {
-        state,
+    let joined = state.feed_hub.join(&state.store, account).await?;
+    let mut feed = Feed {
         account,
-        position,
-        pending: std::collections::VecDeque::new(),
+        position: joined.position,
+        events: joined.events,
+        pending: VecDeque::new(),
         ends: tokio::time::Instant::now() + LIFETIME,
         _slot: slot,
     };
+    if let Some(resumed) = resume.filter(|p| *p < joined.position) {
+        // What it missed since, from at most a window back; the hub brings what follows.
+        let (upto, accounts) = (joined.position, [account]);
+        let from = resumed.max(upto - feed_hub::WINDOW);
+        let missed = state
+            .store
+            .read(move |c| events::among(c, from, upto, &accounts, feed_hub::BACKLOG))
+            .await?;
+        feed.position = from;
+        for event in &missed {
+            feed.queue(event);
+        }
+        feed.position = upto;
+    }
     let stream = stream::unfold(feed, |mut feed| async move {
         loop {
             if let Some(event) = feed.pending.pop_front() {
                 return Some((Ok(event), feed));
             }
-            if tokio::time::Instant::now() >= feed.ends {
-                return None;
-            }
-            tokio::time::sleep(POLL).await;
-            let (account, after) = (feed.account, feed.position);
-            let found = feed
-                .state
-                .store
-                .read(move |c| events::after(c, account, after, BATCH))
-                .await;
-            match found {
-                Ok(list) => {
-                    for e in list {
-                        feed.position = e.id;
-                        let kind = serde_json::to_string(&e.event_type).unwrap_or_default();
-                        let data = format!(r#"{{"type":{kind},"data":{}}}"#, e.data);
-                        feed.pending.push_back(
-                            Event::default()
-                                .id(e.id.to_string())
-                                .event("change")
-                                .data(data),
-                        );
-                    }
+            let next = tokio::time::timeout_at(feed.ends, feed.events.recv()).await;
+            match next {
+                Ok(Ok(event)) => feed.queue(&event),
+                // Too slow to read: the oldest were dropped. The console redraws on the
+                // next change anyway.
+                Ok(Err(broadcast::error::RecvError::Lagged(skipped))) => {
+                    tracing::debug!(account = feed.account, skipped, "console feed lagged");
                 }
-                Err(e) => {
-                    tracing::warn!(error = %e, "console feed: reading events failed");
-                    return None;
-                }
+                Ok(Err(broadcast::error::RecvError::Closed)) | Err(_) => return None,
             }
         }
     });

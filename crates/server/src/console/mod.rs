@@ -8,6 +8,7 @@
 mod assets;
 mod deliveries;
 mod feed;
+pub(crate) mod feed_hub;
 mod lists;
 pub(crate) mod session;
 

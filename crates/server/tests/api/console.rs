@@ -20,6 +20,7 @@ both_backends!(
     lists_page_by_keyset_and_a_delivery_shows_its_request,
     the_console_works_in_a_real_browser,
     the_operator_drives_the_console_by_keyboard_in_a_real_browser,
+    live_feeds_bring_their_accounts_events_and_resume_where_they_left,
 );
 
 /// Signs in through the API; returns the cookie header and the CSRF token.
@@ -43,6 +44,138 @@ async fn sign_in(app: &TestApp, body: Value) -> (String, String) {
     let session: Value = res.json().await.expect("json");
     let csrf = session["csrf"].as_str().expect("csrf").to_owned();
     (pair, csrf)
+}
+
+/// One server-sent event of a live feed: its id and its `{type, data}`.
+struct Change {
+    id: i64,
+    change: Value,
+}
+
+/// A live feed opened with the session `cookie`, read event by event.
+struct LiveFeed {
+    res: reqwest::Response,
+    buffer: String,
+}
+
+impl LiveFeed {
+    async fn open(app: &TestApp, cookie: &str, resume: Option<i64>) -> Self {
+        let mut req = app
+            .anon(Method::GET, "/console/events")
+            .header(COOKIE, cookie);
+        if let Some(id) = resume {
+            req = req.header("last-event-id", id.to_string());
+        }
+        let res = req.send().await.expect("feed");
+        assert_eq!(res.status(), 200);
+        Self {
+            res,
+            buffer: String::new(),
+        }
+    }
+
+    /// The next change, waiting at most 10 s (the node's reader looks every half second).
+    async fn next(&mut self) -> Change {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let field = |name: &str| {
+                    block
+                        .lines()
+                        .find_map(|l| l.strip_prefix(name))
+                        .map(|v| v.trim().to_owned())
+                };
+                let (Some(id), Some(data)) = (field("id:"), field("data:")) else {
+                    continue; // a keep-alive comment
+                };
+                assert_eq!(field("event:").as_deref(), Some("change"), "{block}");
+                return Change {
+                    id: id.parse().expect("numeric id"),
+                    change: serde_json::from_str(&data).expect("JSON"),
+                };
+            }
+            let chunk = tokio::time::timeout_at(deadline, self.res.chunk())
+                .await
+                .expect("a change within 10 s")
+                .expect("the stream")
+                .expect("the stream still open");
+            self.buffer
+                .push_str(std::str::from_utf8(&chunk).expect("UTF-8"));
+        }
+    }
+}
+
+/// Tops `acct` up by `amount` (its `billing.credit` event).
+async fn top_up(app: &TestApp, acct: &TestAccount, amount: &str) {
+    let (status, r) = send(
+        app.admin(
+            Method::POST,
+            &format!("/admin/accounts/{}/credit", acct.sid),
+        )
+        .json(&json!({ "amount": amount })),
+    )
+    .await;
+    assert_eq!(status, 200, "{r}");
+}
+
+/// Events are not indexed by account: one reader a node reads every new event and hands
+/// each open feed its account's. A feed gets its account's events in order and no other
+/// account's; one resumed with `Last-Event-ID` first gets what it missed.
+async fn live_feeds_bring_their_accounts_events_and_resume_where_they_left(app: TestApp) {
+    let acct = app.account().await;
+    let other = app.account().await;
+    let (cookie, _) = sign_in(&app, json!({"apiKey": acct.api_key})).await;
+    // An event before the feed opens is not sent: a feed starts from now.
+    top_up(&app, &acct, "1.00").await;
+    let mut feed = LiveFeed::open(&app, &cookie, None).await;
+    top_up(&app, &other, "5.00").await;
+    top_up(&app, &acct, "2.00").await;
+    top_up(&app, &other, "5.00").await;
+    top_up(&app, &acct, "3.00").await;
+    let first = feed.next().await;
+    assert_eq!(first.change["type"], "billing.credit");
+    assert_eq!(first.change["data"]["credited"], "2.00", "{}", first.change);
+    let second = feed.next().await;
+    assert_eq!(
+        second.change["data"]["credited"], "3.00",
+        "{}",
+        second.change
+    );
+    assert!(second.id > first.id);
+    drop(feed);
+
+    // While no feed is open, two more; the feed resumed after the first sends both (and
+    // not the other account's in between), then what follows.
+    top_up(&app, &acct, "4.00").await;
+    top_up(&app, &other, "5.00").await;
+    top_up(&app, &acct, "6.00").await;
+    let mut resumed = LiveFeed::open(&app, &cookie, Some(first.id)).await;
+    top_up(&app, &acct, "7.00").await;
+    let mut credited = Vec::new();
+    let mut last = first.id;
+    for _ in 0..4 {
+        let change = resumed.next().await;
+        assert!(change.id > last, "in order, once each");
+        last = change.id;
+        credited.push(change.change["data"]["credited"].clone());
+    }
+    assert_eq!(
+        credited,
+        [json!("3.00"), json!("4.00"), json!("6.00"), json!("7.00")]
+    );
+
+    // The other account's own feed has only its events.
+    let (other_cookie, _) = sign_in(&app, json!({"apiKey": other.api_key})).await;
+    let mut others = LiveFeed::open(&app, &other_cookie, Some(0)).await;
+    for _ in 0..3 {
+        let change = others.next().await;
+        assert_eq!(
+            change.change["data"]["credited"], "5.00",
+            "{}",
+            change.change
+        );
+    }
 }
 
 async fn the_page_is_served_under_a_strict_policy(app: TestApp) {
