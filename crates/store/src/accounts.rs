@@ -212,6 +212,30 @@ pub fn by_id(conn: &mut dyn Conn, id: i64) -> Result<Option<Account>, DbError> {
         .transpose()
 }
 
+/// The billing modes of the accounts `ids`, in one statement (an account not found is left
+/// out): a batch of SMS moves shows each account's in its events, whatever the number of
+/// accounts in it.
+pub fn billing_modes(
+    conn: &mut dyn Conn,
+    ids: &[i64],
+) -> Result<std::collections::HashMap<i64, BillingMode>, DbError> {
+    let mut out = std::collections::HashMap::with_capacity(ids.len());
+    if ids.is_empty() {
+        return Ok(out);
+    }
+    let (among, params) = crate::sql::in_list(conn.dialect(), "id", 1, crate::sql::ids(ids));
+    for r in conn.query(
+        &format!("SELECT id, billing_mode FROM accounts WHERE {among}"),
+        &params,
+    )? {
+        let mode = r.text(1)?;
+        let mode = BillingMode::parse(&mode)
+            .ok_or_else(|| DbError::Other(format!("unknown billing mode {mode:?}")))?;
+        out.insert(r.int(0)?, mode);
+    }
+    Ok(out)
+}
+
 /// An account and its password hash by legacy login.
 pub fn by_login(conn: &mut dyn Conn, login: &str) -> Result<Option<(Account, String)>, DbError> {
     const SQL: &str = select_account!(

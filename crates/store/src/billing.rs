@@ -243,6 +243,50 @@ fn crossed(conn: &mut dyn Conn, account_id: i64, a: &After, now: Timestamp) -> R
     Ok(())
 }
 
+/// Reads, in one statement, the balances of the `accounts` a batch of writes is about to
+/// debit, when the connection defers its debits (see the `debits` module) and the batch has
+/// not read them yet: the first debit of each then needs no statement of its own. Does
+/// nothing otherwise.
+pub fn read_balances(conn: &mut dyn Conn, accounts: &[i64]) -> Result<(), DbError> {
+    let Some(d) = conn.deferred_debits() else {
+        return Ok(());
+    };
+    let mut unread: Vec<i64> = accounts
+        .iter()
+        .copied()
+        .filter(|a| d.seen(*a).is_none())
+        .collect();
+    unread.sort_unstable();
+    unread.dedup();
+    if unread.len() < 2 {
+        // One account: its first debit reads it as cheaply.
+        return Ok(());
+    }
+    let (among, params) = crate::sql::in_list(conn.dialect(), "a.id", 1, crate::sql::ids(&unread));
+    let rows = conn.query(
+        &format!(
+            concat!(
+                "SELECT a.id, ",
+                crate::slices::balance_of!("a"),
+                ", a.billing_mode FROM accounts a WHERE {}"
+            ),
+            among
+        ),
+        &params,
+    )?;
+    let Some(d) = conn.deferred_debits() else {
+        return Ok(());
+    };
+    for r in rows {
+        let seen = Seen {
+            credit: r.money(1)?,
+            prepaid: r.text(2)? == "prepaid",
+        };
+        d.see(r.int(0)?, seen);
+    }
+    Ok(())
+}
+
 /// A debit kept for the end of the batch, when the connection defers them (see the
 /// `debits` module): checked against the credit the batch read less what it already took.
 /// None when debits are not deferred.
@@ -322,37 +366,38 @@ pub fn settle_deferred(conn: &mut dyn Conn) -> Result<bool, DbError> {
         let total = totals.entry(e.account_id).or_insert(Money::ZERO);
         *total = total.checked_add(e.amount).ok_or_else(overflow)?;
     }
+    // Every account's lines, written together once every debit is taken.
+    let mut lines = Vec::new();
     for (account_id, total) in totals {
         let Some(row) = take(conn, account_id, total, false)? else {
             return Ok(false);
         };
         let a = after(&row)?;
         let mut balance = a.balance.checked_add(total).ok_or_else(overflow)?;
-        let mut lines = Vec::new();
         let mut last = None;
         for e in entries.iter().filter(|e| e.account_id == account_id) {
             balance = balance.checked_sub(e.amount).ok_or_else(overflow)?;
             lines.push((e, balance));
             last = Some(e.now);
         }
-        record_lines(conn, account_id, &lines)?;
         if let Some(now) = last {
             crossed(conn, account_id, &a, now)?;
         }
     }
+    record_lines(conn, &lines)?;
     Ok(true)
 }
 
-/// Ledger lines of deferred debits: on PostgreSQL one statement for any number (the
-/// columns bound as arrays), on SQLite several to a statement.
-fn record_lines(
-    conn: &mut dyn Conn,
-    account_id: i64,
-    lines: &[(&Entry, Money)],
-) -> Result<(), DbError> {
+/// Ledger lines of deferred debits, of any accounts, in their order: on PostgreSQL one
+/// statement for any number (the columns bound as arrays), on SQLite several to a statement.
+fn record_lines(conn: &mut dyn Conn, lines: &[(&Entry, Money)]) -> Result<(), DbError> {
     use crate::sql::{Columns, Item, row_chunks, values_list};
+    if lines.is_empty() {
+        return Ok(());
+    }
     if conn.dialect() == Dialect::Postgres {
         let columns = Columns::new()
+            .int("account_id", lines.iter().map(|(e, _)| Some(e.account_id)))
             .int(
                 "amount",
                 lines.iter().map(|(e, _)| Some(e.amount.negate().units())),
@@ -363,12 +408,10 @@ fn record_lines(
             .int("created", lines.iter().map(|(e, _)| Some(e.now.millis())));
         let sql = format!(
             "INSERT INTO ledger (account_id, amount, balance_after, kind, cause, created) \
-             SELECT $1, amount, balance_after, kind, cause, created FROM {} ORDER BY ord",
-            columns.unnest_ordered("l", 2)
+             SELECT account_id, amount, balance_after, kind, cause, created FROM {} ORDER BY ord",
+            columns.unnest_ordered("l", 1)
         );
-        let mut params = vec![account_id.into()];
-        params.extend(columns.into_params());
-        conn.execute(&sql, &params)?;
+        conn.execute(&sql, &columns.into_params())?;
         return Ok(());
     }
     for chunk in row_chunks(lines) {
@@ -379,7 +422,7 @@ fn record_lines(
         let mut params = Vec::with_capacity(chunk.len() * 6);
         for (e, balance) in chunk {
             params.extend([
-                account_id.into(),
+                e.account_id.into(),
                 e.amount.negate().into(),
                 (*balance).into(),
                 e.kind.as_str().into(),

@@ -150,13 +150,7 @@ impl Outbox {
     pub fn flush(&mut self, conn: &mut dyn Conn) -> Result<(), DbError> {
         let queued = std::mem::take(&mut self.queued);
         let ids = insert_events(conn, &queued)?;
-        for e in &queued {
-            if let std::collections::hash_map::Entry::Vacant(slot) =
-                self.hooks.entry((e.account_id, e.event_type))
-            {
-                slot.insert(subscriptions(conn, e.account_id, e.event_type)?);
-            }
-        }
+        self.read_hooks(conn, &queued)?;
         let mut deliveries: Vec<NewDelivery<'_>> = Vec::new();
         for e in &queued {
             let id = *ids
@@ -174,6 +168,58 @@ impl Outbox {
             }
         }
         insert_deliveries(conn, &deliveries)
+    }
+}
+
+impl Outbox {
+    /// Reads the enabled subscriptions of the accounts of `queued` not read yet, every
+    /// account's in one statement (a batch of SMS moves may hold many accounts).
+    fn read_hooks(&mut self, conn: &mut dyn Conn, queued: &[Queued]) -> Result<(), DbError> {
+        let unread = || {
+            queued
+                .iter()
+                .filter(|e| !self.hooks.contains_key(&(e.account_id, e.event_type)))
+        };
+        let mut accounts: Vec<i64> = unread().map(|e| e.account_id).collect();
+        if accounts.is_empty() {
+            return Ok(());
+        }
+        accounts.sort_unstable();
+        accounts.dedup();
+        let mut types: Vec<&str> = unread().map(|e| e.event_type).collect();
+        types.sort_unstable();
+        types.dedup();
+        let types =
+            crate::sql::Array::Text(types.into_iter().map(|t| Some(t.to_owned())).collect());
+        let (among, mut params) =
+            crate::sql::in_list(conn.dialect(), "account_id", 1, crate::sql::ids(&accounts));
+        let (of_types, more) = crate::sql::in_list(conn.dialect(), "type", params.len() + 1, types);
+        params.extend(more);
+        let mut found: HashMap<(i64, String), Vec<(i64, String)>> = HashMap::new();
+        for r in conn.query(
+            &format!(
+                "SELECT account_id, type, id, endpoint FROM webhooks \
+                 WHERE {among} AND {of_types} AND status = 'enabled' ORDER BY id"
+            ),
+            &params,
+        )? {
+            found
+                .entry((r.int(0)?, r.text(1)?))
+                .or_default()
+                .push((r.int(2)?, r.text(3)?));
+        }
+        for e in queued {
+            if let std::collections::hash_map::Entry::Vacant(slot) =
+                self.hooks.entry((e.account_id, e.event_type))
+            {
+                slot.insert(
+                    found
+                        .remove(&(e.account_id, e.event_type.to_owned()))
+                        .unwrap_or_default(),
+                );
+            }
+        }
+        Ok(())
     }
 }
 

@@ -774,6 +774,37 @@ pub fn number_in_country(
     .transpose()
 }
 
+/// [`number_in_country`] of each (account, country) of `pairs`, by pair: on PostgreSQL in
+/// one statement (one round trip for a group of requests of many accounts), on SQLite one
+/// point read each (in process, cheaper than a statement that joins them).
+pub fn numbers_in_countries(
+    conn: &mut dyn Conn,
+    pairs: &[(i64, String)],
+) -> Result<std::collections::HashMap<(i64, String), Option<String>>, DbError> {
+    use crate::sql::Columns;
+    let mut out = std::collections::HashMap::with_capacity(pairs.len());
+    if conn.dialect() == Dialect::Sqlite || pairs.len() < 2 {
+        for (account, country) in pairs {
+            let found = number_in_country(conn, *account, country)?;
+            out.insert((*account, country.clone()), found);
+        }
+        return Ok(out);
+    }
+    let columns = Columns::new()
+        .int("account_id", pairs.iter().map(|(a, _)| Some(*a)))
+        .text("country", pairs.iter().map(|(_, c)| Some(c.clone())));
+    let sql = format!(
+        "SELECT p.account_id, p.country, (SELECT n.e164 FROM numbers n \
+         WHERE n.account_id = p.account_id AND n.country = p.country \
+         ORDER BY n.assigned, n.e164 LIMIT 1) FROM {}",
+        columns.unnest("p", 1)
+    );
+    for r in conn.query(&sql, &columns.into_params())? {
+        out.insert((r.int(0)?, r.text(1)?), r.opt_text(2)?);
+    }
+    Ok(out)
+}
+
 /// A page of the account's SMS newest first, from after `keyset`'s (created, id): the
 /// console's list, through the (account, direction, created) index at any depth; filters no
 /// index serves read at most [`search::SCAN_WINDOW`] rows a page.

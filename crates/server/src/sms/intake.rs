@@ -99,7 +99,34 @@ impl Coalesced for Intake {
             dialtone_store::params![],
         )?;
         let (rates_now, auth_now) = (versions.int(0)?, versions.int(1)?);
+        // The group's accounts' balances in one statement, for their deferred debits.
+        let accounts: Vec<i64> = items.iter().map(|i| i.account_id).collect();
+        billing::read_balances(c, &accounts)?;
         let mut senders: HashMap<(i64, SenderKey), Result<String, AppError>> = HashMap::new();
+        // The group's senders picked by country, read together.
+        let mut autos: Vec<(i64, String)> = items
+            .iter()
+            .filter_map(|i| match sender_key(&i.out.from, &i.out.to) {
+                SenderKey::Auto(country) => Some((i.account_id, country)),
+                SenderKey::Number(_) | SenderKey::Alphanumeric(_) => None,
+            })
+            .collect();
+        autos.sort_unstable();
+        autos.dedup();
+        if autos.len() > 1 {
+            let found = store::numbers_in_countries(c, &autos)?;
+            for item in items {
+                let key = sender_key(&item.out.from, &item.out.to);
+                if let SenderKey::Auto(country) = &key
+                    && let Some(number) = found.get(&(item.account_id, country.clone()))
+                {
+                    let from = number
+                        .clone()
+                        .unwrap_or_else(|| item.shared_sender.to_string());
+                    senders.entry((item.account_id, key)).or_insert(Ok(from));
+                }
+            }
+        }
         let mut results: Vec<Option<Result<Stored, AppError>>> = Vec::with_capacity(items.len());
         let mut rows = Vec::new();
         let mut row_of = Vec::new();

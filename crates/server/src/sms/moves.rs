@@ -158,6 +158,27 @@ impl Moves {
         Ok(())
     }
 
+    /// Reads the billing modes of `accounts` in one statement, for the events to come (one
+    /// read a batch, not one an account).
+    pub(crate) fn read_modes(
+        &mut self,
+        c: &mut dyn Conn,
+        accounts: impl IntoIterator<Item = i64>,
+    ) -> Result<(), AppError> {
+        let mut unknown: Vec<i64> = accounts
+            .into_iter()
+            .filter(|a| !self.modes.contains_key(a))
+            .collect();
+        unknown.sort_unstable();
+        unknown.dedup();
+        let found = accounts::billing_modes(c, &unknown)?;
+        for account in unknown {
+            let mode = found.get(&account).map_or("prepaid", |m| m.as_str());
+            self.modes.insert(account, mode.to_owned());
+        }
+        Ok(())
+    }
+
     /// The account owning the number `e164`, if this platform's inventory has it owned.
     fn owner(&mut self, c: &mut dyn Conn, e164: &str) -> Result<Option<i64>, AppError> {
         if let Some(owner) = self.owners.get(e164) {
