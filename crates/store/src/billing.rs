@@ -366,11 +366,24 @@ pub fn settle_deferred(conn: &mut dyn Conn) -> Result<bool, DbError> {
         let total = totals.entry(e.account_id).or_insert(Money::ZERO);
         *total = total.checked_add(e.amount).ok_or_else(overflow)?;
     }
+    // The accounts whose slice (this session's) covers their total, in one statement; the
+    // others one by one.
+    let mut covered = match conn.credit_holder() {
+        Some(holder) if totals.len() > 1 => {
+            let list: Vec<(i64, Money)> = totals.iter().map(|(a, t)| (*a, *t)).collect();
+            crate::slices::debit_own_many(conn, holder, &list)?
+        }
+        _ => std::collections::HashMap::new(),
+    };
     // Every account's lines, written together once every debit is taken.
     let mut lines = Vec::new();
     for (account_id, total) in totals {
-        let Some(row) = take(conn, account_id, total, false)? else {
-            return Ok(false);
+        let row = match covered.remove(&account_id) {
+            Some(row) => row,
+            None => match take(conn, account_id, total, false)? {
+                Some(row) => row,
+                None => return Ok(false),
+            },
         };
         let a = after(&row)?;
         let mut balance = a.balance.checked_add(total).ok_or_else(overflow)?;

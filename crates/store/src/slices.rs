@@ -150,6 +150,50 @@ pub(crate) fn debit(
     take_from_row(conn, account_id, total, Money::ZERO).map(Some)
 }
 
+/// The holder's own slices' debits of several accounts (`totals`: account, total), in one
+/// statement: gives, by account, the billing state after the debit (as [`debit`] gives it)
+/// of each account whose slice covered its total. The others are left unchanged, for
+/// [`debit`] one by one.
+///
+/// Only the holder's own slice rows are locked, which no other holder debits; a give-back
+/// at the floor by another holder waits for them, and one that holds an account's row this
+/// batch then debits is a deadlock PostgreSQL breaks by failing one side, whose writes run
+/// again alone (docs/scaling.md, "Locks").
+pub(crate) fn debit_own_many(
+    conn: &mut dyn Conn,
+    holder: i64,
+    totals: &[(i64, Money)],
+) -> Result<std::collections::HashMap<i64, Row>, DbError> {
+    use crate::sql::Columns;
+    let mut covered = std::collections::HashMap::with_capacity(totals.len());
+    if totals.is_empty() {
+        return Ok(covered);
+    }
+    let columns = Columns::new()
+        .int("account_id", totals.iter().map(|(a, _)| Some(*a)))
+        .int("total", totals.iter().map(|(_, t)| Some(t.units())));
+    let sql = format!(
+        concat!(
+            "WITH v AS (SELECT * FROM {}), \
+             s AS (UPDATE credit_slices c SET remaining = c.remaining - v.total FROM v, accounts a \
+             WHERE c.account_id = v.account_id AND c.holder = $3 AND a.id = v.account_id \
+             AND (c.remaining >= v.total OR a.billing_mode = 'postpaid') \
+             RETURNING c.account_id, c.remaining) \
+             SELECT a.credit + s.remaining + CAST(COALESCE((SELECT SUM(o.remaining) FROM credit_slices o \
+             WHERE o.account_id = a.id AND o.holder <> $3), 0) AS BIGINT), ",
+            levels!("a"),
+            ", a.id FROM s JOIN accounts a ON a.id = s.account_id"
+        ),
+        columns.unnest("v", 1)
+    );
+    let mut params = columns.into_params();
+    params.push(holder.into());
+    for row in conn.query(&sql, &params)? {
+        covered.insert(row.int(8)?, row);
+    }
+    Ok(covered)
+}
+
 /// The slice a holder takes with a debit of `total` from a row holding `credit`: none near
 /// the floor.
 fn slice_size(credit: Money, total: Money) -> Money {

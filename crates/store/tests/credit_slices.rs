@@ -19,6 +19,11 @@ use dialtone_store::{DbError, Dialect, Store, StoreOptions, accounts, migrate, p
 const NOW: Timestamp = Timestamp::from_millis(1_750_000_000_000);
 
 async fn account(store: &Store, mode: BillingMode, credit: Money) -> i64 {
+    account_tagged(store, mode, credit, "").await
+}
+
+async fn account_tagged(store: &Store, mode: BillingMode, credit: Money, tag: &str) -> i64 {
+    let tag = tag.to_owned();
     store
         .write(move |c| {
             accounts::create(
@@ -31,8 +36,8 @@ async fn account(store: &Store, mode: BillingMode, credit: Money) -> i64 {
                     credit,
                     login: None,
                     password_hash: String::new(),
-                    key_hash: format!("k{}", mode.as_str()),
-                    key_id: format!("k{}", mode.as_str()),
+                    key_hash: format!("k{}{tag}", mode.as_str()),
+                    key_id: format!("k{}{tag}", mode.as_str()),
                     warning_level: Money::ZERO,
                     shutdown_level: Money::from_cents(-1_000_000),
                 },
@@ -119,6 +124,95 @@ async fn race_to_the_floor(store: &Store) {
     let (balance, sum, _, _) = books(store, post).await;
     assert_eq!(balance, Money::from_cents(-900));
     assert_eq!(sum, balance, "the balance is the sum of the ledger");
+}
+
+/// `n` debits of `price` of each account at once, the accounts' interleaved so that batches
+/// hold several accounts' debits (settled together on PostgreSQL: `slices::debit_own_many`);
+/// how many each took.
+async fn race_together(store: &Store, ids: &[i64], n: usize, price: Money) -> Vec<usize> {
+    let tasks: Vec<_> = (0..n * ids.len())
+        .map(|i| {
+            let (store, id) = (store.clone(), ids[i % ids.len()]);
+            tokio::spawn(async move {
+                let spent = store
+                    .write_repeatable(move |c| {
+                        billing::debit(c, id, price, "sms", &format!("together-{i}"), NOW)
+                    })
+                    .await;
+                (id, spent)
+            })
+        })
+        .collect();
+    let mut taken = vec![0; ids.len()];
+    for t in tasks {
+        let (id, spent) = t.await.unwrap();
+        if let Spend::Done { .. } = spent.unwrap() {
+            let at = ids.iter().position(|i| *i == id).unwrap();
+            taken[at] += 1;
+        }
+    }
+    taken
+}
+
+/// Accounts debited in the same batches keep their own books: far from the floor every
+/// debit passes, at the floor each account takes exactly what its balance covers.
+async fn accounts_race_to_their_floors_together(store: &Store) {
+    migrate::run(store).await.unwrap();
+    let credit = Money::from_cents(10_000_000);
+    let a = account_tagged(store, BillingMode::Prepaid, credit, "a").await;
+    let b = account_tagged(store, BillingMode::Prepaid, credit, "b").await;
+    let post = account_tagged(store, BillingMode::Postpaid, Money::ZERO, "p").await;
+    let ids = [a, b, post];
+    // Each account alone first, so that every holder has a slice of each.
+    for id in ids {
+        assert_eq!(race(store, id, 200, Money::from_cents(4)).await, 200);
+    }
+    assert_eq!(
+        race_together(store, &ids, 300, Money::from_cents(4)).await,
+        [300, 300, 300]
+    );
+    for (id, left) in [
+        (a, 10_000_000 - 2_000),
+        (b, 10_000_000 - 2_000),
+        (post, -2_000),
+    ] {
+        let (balance, sum, _, _) = books(store, id).await;
+        assert_eq!(balance, Money::from_cents(left));
+        assert_eq!(sum, balance, "the balance is the sum of the ledger");
+    }
+    // 9,998,000.00 covers 490 debits of 20,400.00 each, with 2,000.00 left.
+    let taken = race_together(store, &[a, b], 500, Money::from_cents(20_400)).await;
+    assert_eq!(taken, [490, 490]);
+    for id in [a, b] {
+        let (balance, sum, lowest, _) = books(store, id).await;
+        assert_eq!(
+            balance,
+            Money::from_cents(2_000),
+            "no credit stranded in a slice"
+        );
+        assert_eq!(sum, balance, "the balance is the sum of the ledger");
+        assert!(lowest.unwrap() >= Money::ZERO, "never below zero");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_accounts_race_to_their_floors_together() {
+    let (store, _dir) = common::sqlite().await;
+    accounts_race_to_their_floors_together(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_accounts_race_to_their_floors_together() {
+    let options = StoreOptions {
+        connections: 4,
+        ..StoreOptions::default()
+    };
+    let Some((store, schema)) = common::postgres("slicesmany", &options).await else {
+        return;
+    };
+    accounts_race_to_their_floors_together(&store).await;
+    drop(store);
+    drop(schema);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
