@@ -169,9 +169,7 @@ impl Outbox {
         }
         insert_deliveries(conn, &deliveries)
     }
-}
 
-impl Outbox {
     /// Reads the enabled subscriptions of the accounts of `queued` not read yet, every
     /// account's in one statement (a batch of SMS moves may hold many accounts).
     fn read_hooks(&mut self, conn: &mut dyn Conn, queued: &[Queued]) -> Result<(), DbError> {

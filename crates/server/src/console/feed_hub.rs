@@ -6,8 +6,9 @@
 //! Bounds: a read covers at most [`WINDOW`] positions and hands out at most [`PER_READ`]
 //! events; a hub behind by more than a window skips ahead (a feed tells the console that
 //! something changed, and the console then reads its lists). Each feed holds at most
-//! [`BACKLOG`] events it has not sent; a slower one skips the oldest. The reader runs only
-//! while a feed is open, and reads only the events of the accounts with one.
+//! [`BACKLOG`] events it has not sent; a slower one skips the oldest. The reader reads the
+//! database only while a feed is open, and hands out only the events of the accounts with
+//! one.
 
 use std::collections::HashMap;
 use std::sync::Arc;
