@@ -401,12 +401,14 @@ pub fn newest_position(conn: &mut dyn Conn) -> Result<i64, DbError> {
         .unwrap_or(0))
 }
 
-/// The events of `accounts` at positions in `(after, upto]`, oldest first, at most `limit`.
+/// The newest `limit` events of `accounts` at positions in `(after, upto]`, oldest first.
 ///
 /// A range of the primary key, every account's events in it read and those of other
 /// accounts left: the caller bounds the range (`upto - after`), which bounds the rows read
 /// whatever the accounts. Events have no index by account (migration 0032): one reader a
-/// node serves every open feed from a read like this one.
+/// node serves every open feed from a read like this one. The newest, not the oldest: a
+/// feed tells the console that something changed, and under a flood the latest change is
+/// the one to show.
 pub fn among(
     conn: &mut dyn Conn,
     after: i64,
@@ -423,12 +425,13 @@ pub fn among(
     conn.query(
         &format!(
             "SELECT id, account_id, type, data FROM events \
-             WHERE id > $1 AND id <= $2 AND {among} ORDER BY id LIMIT {}",
+             WHERE id > $1 AND id <= $2 AND {among} ORDER BY id DESC LIMIT {}",
             limit.clamp(1, 10_000)
         ),
         &params,
     )?
     .iter()
+    .rev()
     .map(|r| {
         Ok(FeedEvent {
             id: r.int(0)?,

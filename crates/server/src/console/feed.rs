@@ -2,7 +2,8 @@
 //! live updates. The node's one reader ([`FeedHub`](super::feed_hub::FeedHub)) reads every
 //! node's new events every half second and hands each stream its account's; a stream that
 //! resumes (the `Last-Event-ID` the browser sends back when it reconnects) first reads what
-//! it missed, from at most a window back. A stream ends after five minutes (the browser
+//! it missed, from at most a window back (the newest of it when it missed more than it may
+//! hold). A stream ends after five minutes (the browser
 //! reconnects) and an account holds at most a few streams per node.
 
 use std::collections::VecDeque;

@@ -3,10 +3,11 @@
 //! account's. Events have no index by account (migration 0032): a feed reading its own
 //! account's would scan every account's new events, once per feed.
 //!
-//! Bounds: a read covers at most [`WINDOW`] positions and hands out at most [`PER_READ`]
-//! events; a hub behind by more than a window skips ahead (a feed tells the console that
-//! something changed, and the console then reads its lists). Each feed holds at most
-//! [`BACKLOG`] events it has not sent; a slower one skips the oldest. The reader reads the
+//! Bounds: a read covers at most [`WINDOW`] positions, the newest, and hands out at most the
+//! newest [`PER_READ`] events among them: under a flood the feeds skip ahead rather than fall
+//! behind (a feed tells the console that something changed, and the console then reads its
+//! lists). Each feed holds at most [`BACKLOG`] events it has not sent; a slower one skips
+//! the oldest. The reader reads the
 //! database only while a feed is open, and hands out only the events of the accounts with
 //! one.
 
@@ -25,7 +26,7 @@ use crate::error::AppError;
 const POLL: Duration = Duration::from_millis(500);
 /// Positions one read covers at most: it reads every account's events among them.
 pub(crate) const WINDOW: i64 = 20_000;
-/// Events one read hands out at most.
+/// Events one read hands out at most: the newest of its window.
 const PER_READ: usize = 1_000;
 /// Events a feed may hold unsent before it skips the oldest.
 pub(crate) const BACKLOG: usize = 256;
@@ -113,12 +114,7 @@ async fn read_new(inner: &Inner, store: &Store) -> Result<usize, AppError> {
             // Behind by more than a window: skip ahead to the last one.
             let from = after.max(newest - WINDOW);
             let found = events::among(c, from, newest, &accounts, PER_READ)?;
-            // A full read goes on from its last event next time; else the window is done.
-            let upto = match found.last() {
-                Some(last) if found.len() == PER_READ => last.id,
-                _ => newest.max(after),
-            };
-            Ok::<_, AppError>((found, upto))
+            Ok::<_, AppError>((found, newest.max(after)))
         })
         .await?;
     let handed = found.len();

@@ -21,6 +21,7 @@ both_backends!(
     the_console_works_in_a_real_browser,
     the_operator_drives_the_console_by_keyboard_in_a_real_browser,
     live_feeds_bring_their_accounts_events_and_resume_where_they_left,
+    a_flood_of_events_leaves_a_feed_current,
 );
 
 /// Signs in through the API; returns the cookie header and the CSRF token.
@@ -175,6 +176,62 @@ async fn live_feeds_bring_their_accounts_events_and_resume_where_they_left(app: 
             "{}",
             change.change
         );
+    }
+}
+
+/// Records `n` events of `account` at once, straight into the database (a flood).
+async fn flood(app: &TestApp, account: &TestAccount, n: i64) {
+    let sid = dialtone_domain::Sid::parse(&account.sid).expect("sid");
+    app.state
+        .store
+        .write(move |c| {
+            let id = dialtone_store::accounts::by_sid(c, &sid)?.expect("account").id;
+            let numbers = match c.dialect() {
+                dialtone_store::Dialect::Postgres => "SELECT generate_series(1, $2) AS i",
+                dialtone_store::Dialect::Sqlite => {
+                    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $2) \
+                     SELECT i FROM n"
+                }
+            };
+            c.execute(
+                &format!(
+                    "INSERT INTO events (event_id, account_id, type, data, created) \
+                     SELECT 'flood' || CAST(i AS TEXT), $1, 'billing.credit', '{{}}', 0 FROM ({numbers}) f"
+                ),
+                dialtone_store::params![id, n],
+            )
+        })
+        .await
+        .expect("flood");
+}
+
+/// The node's one reader reads a bounded window of positions and hands out the newest
+/// events in it: a feed resumed from the start after a flood of another account's events
+/// gets its own account's next event, and so does one open through a flood of its own
+/// account's, skipping most of the flood rather than falling behind.
+async fn a_flood_of_events_leaves_a_feed_current(app: TestApp) {
+    let acct = app.account().await;
+    let other = app.account().await;
+    let (cookie, _) = sign_in(&app, json!({"apiKey": acct.api_key})).await;
+    flood(&app, &other, 25_000).await;
+    top_up(&app, &acct, "1.00").await;
+    // Resumed from the first position: what it missed is read from a window back, not from
+    // the start, and holds its event.
+    let mut feed = LiveFeed::open(&app, &cookie, Some(0)).await;
+    let first = feed.next().await;
+    assert_eq!(first.change["data"]["credited"], "1.00", "{}", first.change);
+    // A flood of its own account's events while it is open: each read hands out the newest
+    // of its window, and the feed holds at most 256 of them.
+    flood(&app, &acct, 25_000).await;
+    top_up(&app, &acct, "2.00").await;
+    let mut changes = 0;
+    loop {
+        let next = feed.next().await;
+        changes += 1;
+        if next.change["data"]["credited"] == "2.00" {
+            break;
+        }
+        assert!(changes < 1_000, "the feed fell behind the flood");
     }
 }
 
