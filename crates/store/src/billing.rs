@@ -262,7 +262,13 @@ pub fn read_balances(conn: &mut dyn Conn, accounts: &[i64]) -> Result<(), DbErro
         // One account: its first debit reads it as cheaply.
         return Ok(());
     }
-    let (among, params) = crate::sql::in_list(conn.dialect(), "a.id", 1, crate::sql::ids(&unread));
+    see_balances(conn, &unread)
+}
+
+/// Reads the balances of `accounts` in one statement and keeps them in the batch's
+/// deferred debits (an account not found is left out).
+fn see_balances(conn: &mut dyn Conn, accounts: &[i64]) -> Result<(), DbError> {
+    let (among, params) = crate::sql::in_list(conn.dialect(), "a.id", 1, crate::sql::ids(accounts));
     let rows = conn.query(
         &format!(
             concat!(
@@ -305,24 +311,10 @@ fn spend_deferred(
     let seen = match seen {
         Some(seen) => seen,
         None => {
-            let row = conn
-                .query_opt(
-                    concat!(
-                        "SELECT ",
-                        crate::slices::balance_of!("a"),
-                        ", a.billing_mode FROM accounts a WHERE a.id = $1"
-                    ),
-                    params![account_id],
-                )?
-                .ok_or_else(|| DbError::Other(format!("no account {account_id} to debit")))?;
-            let seen = Seen {
-                credit: row.money(0)?,
-                prepaid: row.text(1)? == "prepaid",
-            };
-            if let Some(d) = conn.deferred_debits() {
-                d.see(account_id, seen);
-            }
-            seen
+            see_balances(conn, &[account_id])?;
+            conn.deferred_debits()
+                .and_then(|d| d.seen(account_id))
+                .ok_or_else(|| DbError::Other(format!("no account {account_id} to debit")))?
         }
     };
     let Some(d) = conn.deferred_debits() else {
@@ -367,23 +359,27 @@ pub fn settle_deferred(conn: &mut dyn Conn) -> Result<bool, DbError> {
         *total = total.checked_add(e.amount).ok_or_else(overflow)?;
     }
     // The accounts whose slice (this session's) covers their total, in one statement; the
-    // others one by one.
-    let mut covered = match conn.credit_holder() {
-        Some(holder) if totals.len() > 1 => {
+    // others from their rows, one by one.
+    let holder = conn.credit_holder().filter(|_| totals.len() > 1);
+    let mut covered = match holder {
+        Some(holder) => {
             let list: Vec<(i64, Money)> = totals.iter().map(|(a, t)| (*a, *t)).collect();
             crate::slices::debit_own_many(conn, holder, &list)?
         }
-        _ => std::collections::HashMap::new(),
+        None => std::collections::HashMap::new(),
     };
     // Every account's lines, written together once every debit is taken.
     let mut lines = Vec::new();
     for (account_id, total) in totals {
-        let row = match covered.remove(&account_id) {
-            Some(row) => row,
-            None => match take(conn, account_id, total, false)? {
-                Some(row) => row,
-                None => return Ok(false),
-            },
+        let taken = match (covered.remove(&account_id), holder) {
+            (Some(row), _) => Some(row),
+            (None, Some(holder)) => {
+                crate::slices::debit_from_row(conn, holder, account_id, total, false)?
+            }
+            (None, None) => take(conn, account_id, total, false)?,
+        };
+        let Some(row) = taken else {
+            return Ok(false);
         };
         let a = after(&row)?;
         let mut balance = a.balance.checked_add(total).ok_or_else(overflow)?;

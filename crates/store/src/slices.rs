@@ -89,7 +89,8 @@ pub(crate) fn debit(
     total: Money,
     used: bool,
 ) -> Result<Option<Row>, DbError> {
-    // The holder's own slice: no other writer locks it.
+    // The holder's own slice: no other writer locks it. One account's statement binds its
+    // values, not arrays ([`debit_own_many`] for several).
     let own = conn.query_opt(
         concat!(
             "WITH s AS (UPDATE credit_slices c SET remaining = c.remaining - $1 FROM accounts a \
@@ -105,6 +106,18 @@ pub(crate) fn debit(
     if own.is_some() {
         return Ok(own);
     }
+    debit_from_row(conn, holder, account_id, total, used)
+}
+
+/// Debits `total` from the account's row, as [`debit`] does when the holder's own slice
+/// does not cover it.
+pub(crate) fn debit_from_row(
+    conn: &mut dyn Conn,
+    holder: i64,
+    account_id: i64,
+    total: Money,
+    used: bool,
+) -> Result<Option<Row>, DbError> {
     // The account's row, locked from here to the commit, taking a new slice when the credit
     // is far from the floor. `NO KEY`, the lock an `UPDATE` takes: `FOR UPDATE` would also
     // wait for the key-share locks every insert referencing the account holds (the batch's
@@ -153,7 +166,7 @@ pub(crate) fn debit(
 /// The holder's own slices' debits of several accounts (`totals`: account, total), in one
 /// statement: gives, by account, the billing state after the debit (as [`debit`] gives it)
 /// of each account whose slice covered its total. The others are left unchanged, for
-/// [`debit`] one by one.
+/// [`debit_from_row`] one by one.
 ///
 /// Only the holder's own slice rows are locked, which no other holder debits; a give-back
 /// at the floor by another holder waits for them, and one that holds an account's row this

@@ -54,6 +54,16 @@ fn account(c: &mut dyn dialtone_store::Conn, credit: i64) -> Result<i64, DbError
     .int(0)
 }
 
+/// Inserts a second account, `acct0002`, as [`account`] does; gives its id.
+fn second_account(c: &mut dyn dialtone_store::Conn) -> Result<i64, DbError> {
+    c.query_one(
+        "INSERT INTO accounts (sid, name, status, currency, billing_mode, credit, login, password_hash, created, updated) \
+         VALUES ('acct0002', 'b', 'active', 'EUR', 'prepaid', 0, 'b', 'x', 0, 0) RETURNING id",
+        params![],
+    )?
+    .int(0)
+}
+
 /// The SMS history moved into the SMS row (migration 15): each SMS keeps its moves, in
 /// order, and an SMS without moves has none.
 async fn sms_history_moves_into_the_sms(store: &Store) {
@@ -313,20 +323,7 @@ async fn event_ids_lose_their_index(store: &Store) {
                 .iter()
                 .map(|r| r.text(0))
                 .collect::<Result<Vec<_>, DbError>>()?;
-            let indexes = match c.dialect() {
-                dialtone_store::Dialect::Sqlite => c.query(
-                    "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' ORDER BY name",
-                    params![],
-                )?,
-                dialtone_store::Dialect::Postgres => c.query(
-                    "SELECT indexname FROM pg_indexes WHERE tablename = 'events' \
-                     AND schemaname = current_schema() ORDER BY indexname",
-                    params![],
-                )?,
-            }
-            .iter()
-            .map(|r| r.text(0))
-            .collect::<Result<Vec<_>, DbError>>()?;
+            let indexes = indexes_of(c, "events")?;
             Ok::<_, DbError>((events, joined, indexes))
         })
         .await
@@ -392,13 +389,7 @@ async fn events_lose_their_account_index(store: &Store) {
     migrate::run_to(store, 31).await.expect("migrate to 31");
     let (first, second) = store
         .write(|c| {
-            let second = c
-                .query_one(
-                    "INSERT INTO accounts (sid, name, status, currency, billing_mode, credit, login, password_hash, created, updated) \
-                     VALUES ('acct0002', 'b', 'active', 'EUR', 'prepaid', 0, 'b', 'x', 0, 0) RETURNING id",
-                    params![],
-                )?
-                .int(0)?;
+            let second = second_account(c)?;
             Ok::<_, DbError>((account(c, 0)?, second))
         })
         .await
@@ -466,13 +457,7 @@ async fn queued_sms_gain_their_account(store: &Store) {
     let (accounts, ids) = store
         .write(|c| {
             let first = account(c, 0)?;
-            let second = c
-                .query_one(
-                    "INSERT INTO accounts (sid, name, status, currency, billing_mode, credit, login, password_hash, created, updated) \
-                     VALUES ('acct0002', 'b', 'active', 'EUR', 'prepaid', 0, 'b', 'x', 0, 0) RETURNING id",
-                    params![],
-                )?
-                .int(0)?;
+            let second = second_account(c)?;
             let mut ids = Vec::new();
             for (n, owner) in [first, second, first].into_iter().enumerate() {
                 let id = c
