@@ -173,18 +173,59 @@ impl Outbox {
     /// Reads the enabled subscriptions of the accounts of `queued` not read yet, every
     /// account's in one statement (a batch of SMS moves may hold many accounts).
     fn read_hooks(&mut self, conn: &mut dyn Conn, queued: &[Queued]) -> Result<(), DbError> {
-        let unread = || {
-            queued
-                .iter()
-                .filter(|e| !self.hooks.contains_key(&(e.account_id, e.event_type)))
-        };
-        let mut accounts: Vec<i64> = unread().map(|e| e.account_id).collect();
+        let keys: Vec<(i64, &'static str)> = queued
+            .iter()
+            .map(|e| (e.account_id, e.event_type))
+            .collect();
+        self.read_missing(conn, &keys)
+    }
+
+    /// Reads the subscriptions of `accounts` to `event_type` before their events are made,
+    /// so that [`Outbox::delivers`] can tell which events someone receives: an event nobody
+    /// receives needs no payload (see `sms::events` in the server).
+    pub fn read_hooks_of(
+        &mut self,
+        conn: &mut dyn Conn,
+        accounts: impl IntoIterator<Item = i64>,
+        event_type: &'static str,
+    ) -> Result<(), DbError> {
+        let keys: Vec<(i64, &'static str)> =
+            accounts.into_iter().map(|a| (a, event_type)).collect();
+        self.read_missing(conn, &keys)
+    }
+
+    /// Whether an event of `event_type` for the account (with `extra_endpoint`, an SMS's own
+    /// webhook) will be delivered anywhere when this outbox is flushed; `None` when the
+    /// account's subscriptions to that type were not read yet (then it may be).
+    pub fn delivers(
+        &self,
+        account_id: i64,
+        event_type: &'static str,
+        extra_endpoint: Option<&str>,
+    ) -> Option<bool> {
+        if extra_endpoint.is_some() {
+            return Some(true);
+        }
+        self.hooks
+            .get(&(account_id, event_type))
+            .map(|hooks| !hooks.is_empty())
+    }
+
+    /// Reads the enabled subscriptions of the (account, type) `keys` not read yet, in one
+    /// statement for all of them.
+    fn read_missing(
+        &mut self,
+        conn: &mut dyn Conn,
+        keys: &[(i64, &'static str)],
+    ) -> Result<(), DbError> {
+        let unread = || keys.iter().filter(|k| !self.hooks.contains_key(k));
+        let mut accounts: Vec<i64> = unread().map(|k| k.0).collect();
         if accounts.is_empty() {
             return Ok(());
         }
         accounts.sort_unstable();
         accounts.dedup();
-        let mut types: Vec<&str> = unread().map(|e| e.event_type).collect();
+        let mut types: Vec<&str> = unread().map(|k| k.1).collect();
         types.sort_unstable();
         types.dedup();
         let types =
@@ -206,13 +247,13 @@ impl Outbox {
                 .or_default()
                 .push((r.int(2)?, r.text(3)?));
         }
-        for e in queued {
+        for &(account, event_type) in keys {
             if let std::collections::hash_map::Entry::Vacant(slot) =
-                self.hooks.entry((e.account_id, e.event_type))
+                self.hooks.entry((account, event_type))
             {
                 slot.insert(
                     found
-                        .remove(&(e.account_id, e.event_type.to_owned()))
+                        .remove(&(account, event_type.to_owned()))
                         .unwrap_or_default(),
                 );
             }

@@ -26,6 +26,21 @@ pub(crate) fn sms_object_text(sms: &Sms, billing_mode: &str) -> String {
     serde_json::to_string(&LegacySms::new(sms, billing_mode)).unwrap_or_default()
 }
 
+/// What an event nobody receives keeps of the SMS object: the fields that name the SMS and
+/// its new status, in the object's own shape (see `sms::events`).
+pub(crate) fn sms_summary_text(sms: &Sms) -> String {
+    #[derive(Serialize)]
+    struct Summary<'a> {
+        hash: String,
+        status: &'a str,
+    }
+    serde_json::to_string(&Summary {
+        hash: sms.sid.to_hash(),
+        status: legacy_status(&sms.status),
+    })
+    .unwrap_or_default()
+}
+
 /// The earlier SMS object. Its fields, and those of the objects in it, are declared in
 /// alphabetical order: the order a JSON object has in this project (`serde_json` keeps keys
 /// sorted), so the text is the same whichever way it is made (a test checks it).

@@ -13,7 +13,7 @@ use dialtone_store::numbers::owned;
 use dialtone_store::sms::{self as store, Sms, StateWrite, StatusChange};
 use dialtone_store::{Conn, billing};
 
-use super::events::queue_event;
+use super::events::{MT_STATUS, queue_event};
 use super::inbound::receive;
 use crate::error::AppError;
 use crate::networks::SIMULATED;
@@ -158,19 +158,24 @@ impl Moves {
         Ok(())
     }
 
-    /// Reads the billing modes of `accounts` in one statement, for the events to come (one
-    /// read a batch, not one an account).
-    pub(crate) fn read_modes(
+    /// Reads what the events to come need of `accounts`, one statement for all of them (one
+    /// read a batch, not one an account): their billing modes (`b_customer_mode`) and their
+    /// subscriptions to `sms.mt.status_update`, so that an event nobody receives is written
+    /// without the SMS object (see `sms::events`).
+    pub(crate) fn read_accounts(
         &mut self,
         c: &mut dyn Conn,
         accounts: impl IntoIterator<Item = i64>,
     ) -> Result<(), AppError> {
-        let mut unknown: Vec<i64> = accounts
+        let mut accounts: Vec<i64> = accounts.into_iter().collect();
+        accounts.sort_unstable();
+        accounts.dedup();
+        self.outbox
+            .read_hooks_of(c, accounts.iter().copied(), MT_STATUS)?;
+        let unknown: Vec<i64> = accounts
             .into_iter()
             .filter(|a| !self.modes.contains_key(a))
             .collect();
-        unknown.sort_unstable();
-        unknown.dedup();
         let found = accounts::billing_modes(c, &unknown)?;
         for account in unknown {
             let mode = found.get(&account).map_or("prepaid", |m| m.as_str());

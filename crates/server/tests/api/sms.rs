@@ -18,6 +18,7 @@ both_backends!(
     multipart_and_unicode_are_billed_per_part,
     one_accounts_backlog_does_not_hold_back_anothers_sms,
     accounts_sharing_groups_and_ticks_keep_their_own_modes_hooks_and_ledgers,
+    events_nobody_receives_keep_only_the_sms_hash_and_status,
 );
 
 pub(crate) async fn send_sms(
@@ -67,6 +68,9 @@ pub(crate) async fn buy(app: &TestApp, acct: &TestAccount, query: &str) -> Strin
 
 async fn an_sms_progresses_to_delivered_with_events(app: TestApp) {
     let acct = app.account().await;
+    // Received, so its events carry the whole SMS object.
+    let hook = "https://example.org/sms";
+    crate::webhooks::subscribe(&app, &acct, "sms.mt.status_update", hook, json!(null)).await;
     let (status, sms) = send_sms(
         &app,
         &acct,
@@ -744,4 +748,77 @@ async fn credit_of(app: &TestApp, acct: &TestAccount) -> String {
     let (status, c) = send(app.req(acct, Method::GET, "/v2.0/billing/credit")).await;
     assert_eq!(status, 200, "{c}");
     c["amount"].as_str().expect("amount").to_owned()
+}
+
+/// An event's payload is made for its recipients: the SMS worker writes the whole SMS
+/// object into the events a subscription or the SMS's own webhook receives, and into those
+/// nobody receives only the fields that name the SMS and its status. Every move still has
+/// its event, in the same transaction.
+async fn events_nobody_receives_keep_only_the_sms_hash_and_status(app: TestApp) {
+    use crate::webhooks::subscribe;
+    let quiet = app.account().await;
+    let heard = app.account().await;
+    subscribe(
+        &app,
+        &heard,
+        "sms.mt.status_update",
+        "https://example.org/heard",
+        json!(null),
+    )
+    .await;
+    // Another type does not make the account's SMS events received.
+    subscribe(
+        &app,
+        &quiet,
+        "sms.mo",
+        "https://example.org/mo",
+        json!(null),
+    )
+    .await;
+    let plain = json!({"body": "Hello"});
+    let own = json!({"body": "Hello", "webhook": {"endpoint": "https://example.org/own"}});
+    let mut sids = Vec::new();
+    for (acct, body) in [(&quiet, &plain), (&heard, &plain), (&quiet, &own)] {
+        let (status, sms) = send_sms(&app, acct, "to=%2B33612345678", body.clone()).await;
+        assert_eq!(status, 202, "{sms}");
+        sids.push(sms["sid"].as_str().unwrap().to_uppercase());
+    }
+    for _ in 0..4 {
+        app.tick().await;
+        app.clock.advance_ms(200);
+    }
+    let statuses = ["PENDING", "SENT", "REMOTE_QUEUED", "DELIVERED"];
+    let of = |events: &[Value], sid: &str| -> Vec<Value> {
+        events
+            .iter()
+            .filter(|e| e["hash"] == sid)
+            .cloned()
+            .collect()
+    };
+    let quiet_events = app.events(&quiet.sid, "sms.mt.status_update").await;
+    let heard_events = app.events(&heard.sid, "sms.mt.status_update").await;
+    for (events, whole) in [
+        (of(&quiet_events, &sids[0]), false),
+        (of(&heard_events, &sids[1]), true),
+        (of(&quiet_events, &sids[2]), true),
+    ] {
+        let seen: Vec<&str> = events
+            .iter()
+            .map(|e| e["status"].as_str().unwrap())
+            .collect();
+        assert_eq!(seen, statuses, "{events:?}");
+        for (e, status) in events.iter().zip(statuses) {
+            if whole {
+                assert_eq!(e["text"], "Hello", "{e}");
+                assert_eq!(e["b_customer_mode"], "PREPAID", "{e}");
+                assert_eq!(
+                    e["status_history"].as_array().map(Vec::len),
+                    Some(statuses.iter().position(|s| *s == status).unwrap() + 1),
+                    "{e}"
+                );
+            } else {
+                assert_eq!(e, &json!({"hash": e["hash"], "status": status}), "{e}");
+            }
+        }
+    }
 }
