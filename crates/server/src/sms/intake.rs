@@ -120,9 +120,7 @@ impl Coalesced for Intake {
                 if let SenderKey::Auto(country) = &key
                     && let Some(number) = found.get(&(item.account_id, country.clone()))
                 {
-                    let from = number
-                        .clone()
-                        .unwrap_or_else(|| item.shared_sender.to_string());
+                    let from = automatic_sender(item, number.clone());
                     senders.entry((item.account_id, key)).or_insert(Ok(from));
                 }
             }
@@ -227,6 +225,12 @@ fn sender_key(from: &Sender, to: &E164) -> SenderKey {
     }
 }
 
+/// The sender picked for an SMS that names none: the account's `number` in the destination's
+/// country, else the shared sender.
+fn automatic_sender(item: &Intake, number: Option<String>) -> String {
+    number.unwrap_or_else(|| item.shared_sender.to_string())
+}
+
 /// The sender an SMS leaves with, or why the account may not use the one asked for (the
 /// outer error is the database's).
 fn resolve_sender(
@@ -235,8 +239,10 @@ fn resolve_sender(
     key: &SenderKey,
 ) -> Result<Result<String, AppError>, DbError> {
     Ok(match key {
-        SenderKey::Auto(country) => Ok(store::number_in_country(c, item.account_id, country)?
-            .unwrap_or_else(|| item.shared_sender.to_string())),
+        SenderKey::Auto(country) => Ok(automatic_sender(
+            item,
+            store::number_in_country(c, item.account_id, country)?,
+        )),
         SenderKey::Number(n) => {
             if owned::get(c, item.account_id, n)?.is_some() {
                 Ok(n.clone())
