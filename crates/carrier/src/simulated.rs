@@ -56,6 +56,16 @@ impl Simulated {
         self.step_ms
     }
 
+    /// Whether the network takes an SMS to `to` when it is submitted (it refuses `...003`).
+    pub fn takes(to: &str) -> bool {
+        magic(to) != Some("003")
+    }
+
+    /// The network's id of part `part` (from 1) of the SMS `sid`.
+    pub fn part_id(sid: &str, part: usize) -> String {
+        format!("{sid}-{part}")
+    }
+
     /// How a call to `to` goes.
     pub fn call_outcome(&self, to: &str) -> CallOutcome {
         match magic(to) {
@@ -83,7 +93,7 @@ impl Simulated {
 
 /// The simulator's refusal of `...003`.
 fn refusal(sms: &OutboundSms) -> Result<(), Rejected> {
-    if magic(&sms.to) == Some("003") {
+    if !Simulated::takes(&sms.to) {
         return Err(Rejected {
             permanent: true,
             reason: "simulated: destination refused the message".to_owned(),
@@ -94,7 +104,7 @@ fn refusal(sms: &OutboundSms) -> Result<(), Rejected> {
 
 /// The simulator's id of a part: the SMS's sid and the part's number.
 fn part_id(sms: &OutboundSms, part: usize) -> String {
-    format!("{}-{part}", sms.sid)
+    Simulated::part_id(&sms.sid, part)
 }
 
 impl Carrier for Simulated {

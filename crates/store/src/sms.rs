@@ -131,11 +131,44 @@ pub struct NewSms {
     pub next_at: Option<Timestamp>,
     /// When received (inbound).
     pub delivered_at: Option<Timestamp>,
+    /// The moves it is stored with, oldest first: none as a rule; the network's taking of it
+    /// when a network that answers without I/O took it in the transaction that stores it
+    /// (the simulated network). Its last move's time is the SMS's `updated`.
+    pub history: Vec<StatusChange>,
+    /// How the network that took it as it was stored names its parts, from the SMS's sid and
+    /// the part's number (from 1): its `message_ids` are written with the sid the insert
+    /// draws. `None`: no network has it yet.
+    pub part_ids: Option<fn(&str, usize) -> String>,
 }
 
 /// The columns an SMS is inserted with, in the order of [`insert`]'s parameters.
 const INSERT_COLUMNS: &str = "sid, account_id, direction, sender, recipient, body, encoding, parts, traffic_type, status, \
-     user_data, flash, webhook_url, billing_debit, carrier, next_at, created, updated, delivered_at";
+     user_data, flash, webhook_url, billing_debit, carrier, next_at, created, updated, delivered_at, history, message_ids";
+
+impl NewSms {
+    /// When it last changed: its last move, else its creation at `now`.
+    fn updated(&self, now: Timestamp) -> Timestamp {
+        self.history.last().map_or(now, |m| m.at)
+    }
+
+    /// Its stored history ([`parse_history`]'s form).
+    fn history_text(&self) -> String {
+        self.history
+            .iter()
+            .map(|m| history_line(&m.old_status, &m.new_status, m.at))
+            .collect()
+    }
+
+    /// The network's ids of its parts, stored with `sid` (see [`NewSms::part_ids`]).
+    fn message_ids(&self, sid: &Sid) -> Option<String> {
+        self.part_ids.map(|name| {
+            (1..=usize::try_from(self.parts).unwrap_or(0))
+                .map(|part| name(sid.as_str(), part))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+    }
+}
 
 /// Stores a new SMS (with a fresh sid).
 pub fn insert(conn: &mut dyn Conn, new: &NewSms, now: Timestamp) -> Result<Sms, DbError> {
@@ -166,10 +199,10 @@ fn stored(id: i64, sid: Sid, new: &NewSms, now: Timestamp) -> Sms {
         carrier: new.carrier.clone(),
         next_at: new.next_at,
         created: now,
-        updated: now,
+        updated: new.updated(now),
         sent_at: None,
         delivered_at: new.delivered_at,
-        history: Vec::new(),
+        history: new.history.clone(),
     }
 }
 
@@ -267,7 +300,7 @@ fn insert_one(
     conn.insert_id(
         &format!(
             "INSERT INTO sms ({INSERT_COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $17, $18) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21) \
              ON CONFLICT (sid) DO NOTHING"
         ),
         params![
@@ -288,7 +321,10 @@ fn insert_one(
             &new.carrier,
             new.next_at,
             now,
-            new.delivered_at
+            new.updated(now),
+            new.delivered_at,
+            new.history_text(),
+            new.message_ids(sid)
         ],
     )
 }
@@ -326,12 +362,22 @@ fn insert_unnested(
             "delivered_at",
             int(|n| n.delivered_at.map(Timestamp::millis)),
         )
-        .int("created", rows.iter().map(|(_, _, now)| Some(now.millis())));
+        .int("created", rows.iter().map(|(_, _, now)| Some(now.millis())))
+        .int(
+            "updated",
+            rows.iter()
+                .map(|(_, n, now)| Some(n.updated(*now).millis())),
+        )
+        .text("history", text(|n| Some(n.history_text())))
+        .text(
+            "message_ids",
+            rows.iter().map(|(sid, n, _)| n.message_ids(sid)),
+        );
     // The SMS and their queue rows (`sms_queue`) in one statement.
     let sql = format!(
         "WITH ins AS (INSERT INTO sms ({INSERT_COLUMNS}) \
          SELECT sid, account_id, direction, sender, recipient, body, encoding, parts, traffic_type, status, \
-         user_data, flash, webhook_url, billing_debit, carrier, next_at, created, created, delivered_at FROM {} \
+         user_data, flash, webhook_url, billing_debit, carrier, next_at, created, updated, delivered_at, history, message_ids FROM {} \
          ON CONFLICT (sid) DO NOTHING RETURNING id, sid, next_at, account_id), \
          queued AS (INSERT INTO sms_queue (sms_id, account_id, due_at) SELECT id, account_id, next_at FROM ins WHERE next_at IS NOT NULL) \
          SELECT id, sid FROM ins",

@@ -42,6 +42,8 @@ pub(crate) fn receive(
         carrier: "platform".to_owned(),
         next_at: None,
         delivered_at: Some(now),
+        history: Vec::new(),
+        part_ids: None,
     };
     let sms = store::insert(c, &new, now)?;
     let mut outbox = Outbox::default();

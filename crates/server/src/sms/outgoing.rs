@@ -3,18 +3,21 @@
 
 use std::sync::Arc;
 
+use dialtone_carrier::{Carrier, Simulated};
 use dialtone_domain::account::AccountStatus;
-use dialtone_domain::sms::{Sender, layout};
+use dialtone_domain::sms::{Sender, SmsStatus, layout};
 use dialtone_store::accounts::Account;
 use dialtone_store::sms::Sms;
 
 use super::intake::{Intake, Outgoing, Stored};
 use super::text::text_error;
 use crate::error::{AppError, AppResult, ErrorCode};
+use crate::networks::SIMULATED;
 use crate::state::AppState;
 
 /// Sends an SMS for the account: checks the sender, debits every part at the destination's
-/// rate, stores it as `created`; the worker hands it to the carrier.
+/// rate, stores it as `created`; the worker hands it to the carrier (the simulated network
+/// takes it in the same write). Gives the SMS as created (see [`as_created`]).
 pub(crate) async fn send(state: &AppState, account: &Account, out: Outgoing) -> AppResult<Sms> {
     send_as(state, account, out, None)
         .await?
@@ -55,6 +58,13 @@ async fn send_as(
         .network_for(out.to.as_str())
         .ok_or_else(|| AppError::invalid("to", "no route to this destination"))?;
     let shared_sender: Arc<str> = state.config.shared_sender.as_str().into();
+    // The simulated network takes the SMS in the write that stores it (see `intake`).
+    let taken_after = state
+        .networks
+        .simulated()
+        .filter(|_| carrier == SIMULATED && Simulated::takes(out.to.as_str()))
+        .and_then(|sim| sim.next_status(out.to.as_str(), SmsStatus::Pending))
+        .map(|(_, after)| after);
     // Priced from the rate table in memory; the write checks that the table is still the
     // database's, else the table is loaded again and the write made again (an import
     // between the two), so the price is the one in force when the SMS is stored.
@@ -85,15 +95,17 @@ async fn send_as(
             auth_version,
             shared_sender: shared_sender.clone(),
             carrier: carrier.clone(),
+            taken_after,
             now,
         };
         match state.sms_intake.run(item).await? {
             Stored::Sms(sms) => {
-                state
-                    .sms_hints
-                    .add(sms.id, sms.account_id, sms.next_at.unwrap_or(now));
-                state.sms_wake.notify_one();
-                return Ok(Some(*sms));
+                let due = sms.next_at.unwrap_or(now);
+                state.sms_hints.add(sms.id, sms.account_id, due);
+                if due <= now {
+                    state.sms_wake.notify_one();
+                }
+                return Ok(Some(as_created(*sms)));
             }
             Stored::AuthChanged => return Ok(None),
             Stored::RatesChanged => {}
@@ -102,4 +114,18 @@ async fn send_as(
     Err(AppError::internal(
         "the rate table kept changing while the SMS was priced",
     ))
+}
+
+/// The SMS as its request created it, which is what the answer to the request shows: a
+/// network that took it in the same write (the simulated network, see `intake`) made its
+/// first move at the same instant, and that move is what its events and later reads show.
+fn as_created(mut sms: Sms) -> Sms {
+    if let Some(first) = sms.history.first()
+        && first.old_status == SmsStatus::Created.as_str()
+    {
+        sms.status = first.old_status.clone();
+        sms.history.clear();
+        sms.updated = sms.created;
+    }
+    sms
 }

@@ -19,6 +19,7 @@ both_backends!(
     one_accounts_backlog_does_not_hold_back_anothers_sms,
     accounts_sharing_groups_and_ticks_keep_their_own_modes_hooks_and_ledgers,
     events_nobody_receives_keep_only_the_sms_hash_and_status,
+    the_simulated_network_takes_an_sms_in_the_write_that_stores_it,
 );
 
 pub(crate) async fn send_sms(
@@ -402,7 +403,9 @@ async fn search_filters_and_required_parameters(app: TestApp) {
     assert_eq!(total("&contains=GOODBYE".into()).await["total"], 1);
     assert_eq!(total("&contains=50%25".into()).await["total"], 1);
     assert_eq!(total("&trafficType=alerting".into()).await["total"], 1);
-    assert_eq!(total("&status=created".into()).await["total"], 3);
+    // The simulated network took each as it was stored.
+    assert_eq!(total("&status=pending".into()).await["total"], 3);
+    assert_eq!(total("&status=created".into()).await["total"], 0);
     assert_eq!(total("&status=delivered".into()).await["total"], 0);
     assert_eq!(total("&from=%2B447700900000".into()).await["total"], 3);
     let sorted = total("&sort=created&order=asc".into()).await;
@@ -587,7 +590,9 @@ async fn multipart_and_unicode_are_billed_per_part(app: TestApp) {
 
 /// One account's burst is more than a tick takes (250 SMS while the writer is free). Taken
 /// strictly by due time, another account's SMS sent after it would wait behind the whole
-/// burst; the worker shares each tick out among the accounts with due SMS instead.
+/// burst; the worker shares each tick out among the accounts with due SMS instead. (The
+/// simulated network takes each SMS as it is stored: the burst contends for its next move,
+/// `sent`, a step later.)
 async fn one_accounts_backlog_does_not_hold_back_anothers_sms(app: TestApp) {
     let heavy = app.account().await;
     let light = app.account().await;
@@ -601,33 +606,36 @@ async fn one_accounts_backlog_does_not_hold_back_anothers_sms(app: TestApp) {
     let (status, sms) = send_sms(&app, &light, "to=%2B33612345679", json!({"body": "hi"})).await;
     assert_eq!(status, 202, "{sms}");
     let sid = sms["sid"].as_str().unwrap().to_owned();
-    app.tick().await;
     assert_eq!(fetch(&app, &light, &sid).await["status"], "pending");
+    app.clock.advance_ms(200);
+    app.tick().await;
+    assert_eq!(fetch(&app, &light, &sid).await["status"], "sent");
     // The heavy account's took the rest of the tick, soonest first; its last wait.
     let mut waiting = 0;
     for sid in &burst {
         match fetch(&app, &heavy, sid).await["status"].as_str().unwrap() {
-            "pending" => {}
-            "created" => waiting += 1,
+            "sent" => {}
+            "pending" => waiting += 1,
             other => panic!("{sid} is {other}"),
         }
     }
     assert_eq!(waiting, 11, "250 a tick, one of them the other account's");
-    assert_eq!(fetch(&app, &heavy, &burst[0]).await["status"], "pending");
-    assert_eq!(fetch(&app, &heavy, &burst[259]).await["status"], "created");
+    assert_eq!(fetch(&app, &heavy, &burst[0]).await["status"], "sent");
+    assert_eq!(fetch(&app, &heavy, &burst[259]).await["status"], "pending");
 
     // A step later the burst's next moves and its 11 left make 260 due again, with the
-    // other account's first SMS and a second one. On PostgreSQL no walk of the queue is due
-    // yet (one ran 200 ms ago): this tick is the node's hints alone, shared out as well.
-    app.clock.advance_ms(200);
+    // other account's first SMS and a second one, sent a step before. On PostgreSQL no walk
+    // of the queue is due yet (one ran 200 ms ago): this tick is the node's hints alone,
+    // shared out as well.
     let (status, sms) = send_sms(&app, &light, "to=%2B33612345679", json!({"body": "2"})).await;
     assert_eq!(status, 202, "{sms}");
     let second = sms["sid"].as_str().unwrap().to_owned();
+    app.clock.advance_ms(200);
     app.tick().await;
-    assert_eq!(fetch(&app, &light, &sid).await["status"], "sent");
-    assert_eq!(fetch(&app, &light, &second).await["status"], "pending");
+    assert_eq!(fetch(&app, &light, &sid).await["status"], "remote-queued");
+    assert_eq!(fetch(&app, &light, &second).await["status"], "sent");
     app.tick().await;
-    assert_eq!(fetch(&app, &heavy, &burst[259]).await["status"], "pending");
+    assert_eq!(fetch(&app, &heavy, &burst[259]).await["status"], "sent");
 }
 
 /// SMS of several accounts share groups of requests and the worker's ticks, whose reads
@@ -818,4 +826,59 @@ async fn events_nobody_receives_keep_only_the_sms_hash_and_status(app: TestApp) 
             }
         }
     }
+}
+
+/// The simulated network answers without I/O, so an SMS for it is handed over in the write
+/// that stores it: the answer shows it as created, and from then on it is `pending`, with
+/// its move's event written and its next move due a step later, before any tick of the
+/// worker. A destination the network refuses stays `created` for the worker, and an SMS the
+/// credit refuses leaves no event.
+async fn the_simulated_network_takes_an_sms_in_the_write_that_stores_it(app: TestApp) {
+    use crate::webhooks::subscribe;
+    let acct = app
+        .account_with(json!({"name": "taken", "credit": "10.00"}))
+        .await;
+    let hook = "https://example.org/taken";
+    subscribe(&app, &acct, "sms.mt.status_update", hook, json!(null)).await;
+    let (status, sms) = send_sms(&app, &acct, "to=%2B33612345678", json!({"body": "Hi"})).await;
+    assert_eq!(status, 202, "{sms}");
+    assert_eq!(
+        sms["status"], "created",
+        "the answer shows the SMS as created"
+    );
+    let sid = sms["sid"].as_str().unwrap().to_owned();
+    assert_eq!(fetch(&app, &acct, &sid).await["status"], "pending");
+    let events = app.events(&acct.sid, "sms.mt.status_update").await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["status"], "PENDING");
+    assert_eq!(events[0]["text"], "Hi", "received: the whole SMS object");
+    assert_eq!(events[0]["b_customer_mode"], "PREPAID");
+    assert_eq!(events[0]["status_history"][0]["old_status"], "CREATED");
+    app.tick().await;
+    assert_eq!(
+        fetch(&app, &acct, &sid).await["status"],
+        "pending",
+        "its next move is a step later"
+    );
+    app.clock.advance_ms(200);
+    app.tick().await;
+    assert_eq!(fetch(&app, &acct, &sid).await["status"], "sent");
+
+    // Refused at submission: left to the worker, which ends it in `error` with a refund.
+    let (status, refused) = send_sms(&app, &acct, "to=%2B447700900003", json!({"body": "x"})).await;
+    assert_eq!(status, 202, "{refused}");
+    let refused = refused["sid"].as_str().unwrap().to_owned();
+    assert_eq!(fetch(&app, &acct, &refused).await["status"], "created");
+    assert_eq!(credit(&app, &acct).await, "0.00", "10.00 - 5.50 - 4.50");
+    app.tick().await;
+    assert_eq!(fetch(&app, &acct, &refused).await["status"], "error");
+    assert_eq!(credit(&app, &acct).await, "4.50", "refunded");
+
+    // Refused for its credit: nothing stored, no event.
+    let before = app.events(&acct.sid, "sms.mt.status_update").await.len();
+    let long = "a".repeat(400);
+    let (status, body) = send_sms(&app, &acct, "to=%2B33612345678", json!({"body": long})).await;
+    assert_error(status, &body, 403, "insufficient_credit");
+    let after = app.events(&acct.sid, "sms.mt.status_update").await.len();
+    assert_eq!(after, before, "no event for an SMS the credit refused");
 }

@@ -74,5 +74,7 @@ pub(crate) fn outbound_sms(account_id: i64, next_at: Option<Timestamp>) -> NewSm
         carrier: "simulated".into(),
         next_at,
         delivered_at: None,
+        history: Vec::new(),
+        part_ids: None,
     }
 }
