@@ -20,6 +20,7 @@ both_backends!(
     accounts_sharing_groups_and_ticks_keep_their_own_modes_hooks_and_ledgers,
     events_nobody_receives_keep_only_the_sms_hash_and_status,
     the_simulated_network_takes_an_sms_in_the_write_that_stores_it,
+    sends_at_once_short_of_credit_take_what_it_covers,
 );
 
 pub(crate) async fn send_sms(
@@ -676,7 +677,8 @@ async fn accounts_sharing_groups_and_ticks_keep_their_own_modes_hooks_and_ledger
             .or_default()
             .push(sms["sid"].as_str().unwrap().to_owned());
     }
-    // One tick moves all twenty (each its first move): both accounts in one transaction.
+    // Each SMS was taken by the network in its group's write, with its event; a tick adds
+    // nothing before a step.
     app.tick().await;
     for (acct, mode) in [(&prepaid, "PREPAID"), (&postpaid, "POSTPAID")] {
         let events = app.events(&acct.sid, "sms.mt.status_update").await;
@@ -881,4 +883,49 @@ async fn the_simulated_network_takes_an_sms_in_the_write_that_stores_it(app: Tes
     assert_error(status, &body, 403, "insufficient_credit");
     let after = app.events(&acct.sid, "sms.mt.status_update").await.len();
     assert_eq!(after, before, "no event for an SMS the credit refused");
+}
+
+/// SMS of one account sent at once are stored and debited in one group; when the credit
+/// does not cover them all, as many are taken, in order, as it covers, and the others are
+/// refused and leave nothing (no SMS, no event, no ledger line), as when sent apart.
+async fn sends_at_once_short_of_credit_take_what_it_covers(app: TestApp) {
+    let acct = app
+        .account_with(json!({"name": "short", "credit": "20.00"}))
+        .await;
+    let sends = (0..6).map(|i| {
+        send_sms(
+            &app,
+            &acct,
+            "to=%2B33612345678",
+            json!({"body": format!("n{i}")}),
+        )
+    });
+    let answers = futures_util::future::join_all(sends).await;
+    let taken = answers.iter().filter(|(status, _)| *status == 202).count();
+    for (status, body) in answers.iter().filter(|(status, _)| *status != 202) {
+        assert_error(*status, body, 403, "insufficient_credit");
+    }
+    assert_eq!(taken, 3, "20.00 covers three SMS of 5.50: {answers:?}");
+    assert_eq!(credit(&app, &acct).await, "3.50");
+    let (_, list) = send(app.req(&acct, Method::GET, "/v2.0/sms?direction=outbound&createdAfter=2000-01-01T00:00:00Z&createdBefore=2100-01-01T00:00:00Z")).await;
+    assert_eq!(list["total"], 3, "the refused SMS left nothing");
+    let events = app.events(&acct.sid, "sms.mt.status_update").await;
+    assert_eq!(events.len(), 3, "one event for each SMS taken: {events:?}");
+    let sid = acct.sid.clone();
+    let (sum, lines) = app
+        .state
+        .store
+        .read(move |c| {
+            let row = c.query_one(
+                "SELECT CAST(COALESCE(SUM(l.amount), 0) AS BIGINT), \
+                 CAST(COALESCE(SUM(CASE WHEN l.kind = 'sms' THEN 1 ELSE 0 END), 0) AS BIGINT) \
+                 FROM ledger l JOIN accounts a ON a.id = l.account_id WHERE a.sid = $1",
+                dialtone_store::params![sid],
+            )?;
+            Ok::<_, dialtone_store::DbError>((row.money(0)?, row.int(1)?))
+        })
+        .await
+        .expect("read");
+    assert_eq!(lines, 3, "one ledger line per SMS taken");
+    assert_eq!(sum.to_string(), "3.50", "the ledger adds up to the balance");
 }
