@@ -18,15 +18,13 @@ use dialtone_domain::sms::{
     ALWAYS_ALLOWED_SENDER, Direction, Encoding, Sender, SmsStatus, TrafficType,
 };
 use dialtone_domain::{E164, Money, Timestamp};
-use dialtone_store::accounts;
 use dialtone_store::coalesce::{Coalesced, GroupResults};
-use dialtone_store::events::Outbox;
 use dialtone_store::numbers::owned;
 use dialtone_store::rates::Rate;
 use dialtone_store::sms::{self as store, NewSms, Sms, StatusChange};
 use dialtone_store::{Conn, DbError, billing};
 
-use super::events::{MT_STATUS, queue_event};
+use super::moves::Moves;
 use crate::error::{AppError, ErrorCode};
 
 /// An SMS to send, as validated by an interface.
@@ -215,7 +213,7 @@ impl Coalesced for Intake {
 /// Writes the event of each SMS of the group its network took as it was stored (see
 /// [`Intake::taken_after`]): the move's `sms.mt.status_update`, with the whole SMS object
 /// for the accounts that receive it and the SMS's `hash` and `status` for the others, as
-/// the SMS worker writes its moves' (`sms::events`).
+/// the SMS worker writes its moves' ([`Moves::queue_event`]).
 fn queue_taken(
     c: &mut dyn Conn,
     results: &[Option<Result<Stored, AppError>>],
@@ -232,25 +230,12 @@ fn queue_taken(
     if taken.is_empty() {
         return Ok(());
     }
-    let mut outbox = Outbox::default();
-    outbox.read_hooks_of(c, taken.iter().map(|s| s.account_id), MT_STATUS)?;
-    // The billing modes show in the whole object only: read for its receivers alone.
-    let mut receivers: Vec<i64> = taken
-        .iter()
-        .filter(|s| {
-            outbox.delivers(s.account_id, MT_STATUS, s.webhook_url.as_deref()) != Some(false)
-        })
-        .map(|s| s.account_id)
-        .collect();
-    receivers.sort_unstable();
-    receivers.dedup();
-    let modes = accounts::billing_modes(c, &receivers)?;
+    let mut moves = Moves::default();
+    moves.read_accounts(c, taken.iter().map(|s| s.account_id))?;
     for sms in taken {
-        let mode = modes.get(&sms.account_id).map_or("prepaid", |m| m.as_str());
-        queue_event(&mut outbox, sms, mode, sms.updated);
+        moves.queue_event(c, sms, sms.updated)?;
     }
-    outbox.flush(c)?;
-    Ok(())
+    moves.flush(c)
 }
 
 fn new_sms(item: &Intake, from: String, price: Money) -> NewSms {

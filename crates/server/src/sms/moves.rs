@@ -159,9 +159,10 @@ impl Moves {
     }
 
     /// Reads what the events to come need of `accounts`, one statement for all of them (one
-    /// read a batch, not one an account): their billing modes (`b_customer_mode`) and their
-    /// subscriptions to `sms.mt.status_update`, so that an event nobody receives is written
-    /// without the SMS object (see `sms::events`).
+    /// read a batch, not one an account): their subscriptions to `sms.mt.status_update`, so
+    /// that an event nobody receives is written without the SMS object (see `sms::events`),
+    /// and the billing modes (`b_customer_mode`) of those that receive them, the only ones
+    /// whose events show it.
     pub(crate) fn read_accounts(
         &mut self,
         c: &mut dyn Conn,
@@ -175,12 +176,33 @@ impl Moves {
         let unknown: Vec<i64> = accounts
             .into_iter()
             .filter(|a| !self.modes.contains_key(a))
+            .filter(|a| self.outbox.delivers(*a, MT_STATUS, None) != Some(false))
             .collect();
         let found = accounts::billing_modes(c, &unknown)?;
         for account in unknown {
             let mode = found.get(&account).map_or("prepaid", |m| m.as_str());
             self.modes.insert(account, mode.to_owned());
         }
+        Ok(())
+    }
+
+    /// Queues the `sms.mt.status_update` of `sms` as it now is, moved at `at`: with the
+    /// whole SMS object and its account's billing mode when someone receives it (the mode
+    /// read here if [`Moves::read_accounts`] did not), else with its `hash` and `status`.
+    pub(crate) fn queue_event(
+        &mut self,
+        c: &mut dyn Conn,
+        sms: &Sms,
+        at: Timestamp,
+    ) -> Result<(), AppError> {
+        let received = self
+            .outbox
+            .delivers(sms.account_id, MT_STATUS, sms.webhook_url.as_deref());
+        let mode = match received {
+            Some(false) => String::new(),
+            Some(true) | None => self.mode(c, sms.account_id)?,
+        };
+        queue_event(&mut self.outbox, sms, &mode, at);
         Ok(())
     }
 
@@ -258,8 +280,7 @@ pub(crate) fn apply(
         moved.delivered_at = moved.delivered_at.or(Some(at));
     }
     moves.queue_state(&moved, store::history_line(&sms.status, next.as_str(), at));
-    let mode = moves.mode(c, sms.account_id)?;
-    queue_event(&mut moves.outbox, &moved, &mode, at);
+    moves.queue_event(c, &moved, at)?;
     if next == SmsStatus::Delivered
         && simulated.is_some()
         && let Some(owner_id) = moves.owner(c, &sms.to)?
