@@ -10,10 +10,13 @@
 //! ever read the rest, since deliveries are made with the event and never later. When the
 //! outbox does not know, the whole object is written.
 
+use std::collections::HashMap;
+
 use dialtone_domain::Timestamp;
 use dialtone_domain::sms::Direction;
 use dialtone_store::events::Outbox;
 use dialtone_store::sms::Sms;
+use dialtone_store::{Conn, DbError, accounts};
 
 use super::legacy;
 
@@ -43,4 +46,82 @@ pub(crate) fn queue_event(outbox: &mut Outbox, sms: &Sms, billing_mode: &str, no
         Some(sms.sid.as_str()),
         now,
     );
+}
+
+/// The `sms.mt.status_update` events of one transaction's moves (the SMS worker's, and the
+/// simulated network's taking of SMS as they are stored), with what they need of the
+/// accounts: read for all of them at once before the moves ([`StatusEvents::read_accounts`]),
+/// written together by [`StatusEvents::flush`].
+#[derive(Default)]
+pub(crate) struct StatusEvents {
+    outbox: Outbox,
+    /// Billing modes (`b_customer_mode`) read so far, by account.
+    modes: HashMap<i64, String>,
+}
+
+impl StatusEvents {
+    /// Reads what the events to come need of `accounts`, one statement for all of them (one
+    /// read a batch, not one an account): their subscriptions to `sms.mt.status_update`, so
+    /// that an event nobody receives is written without the SMS object, and the billing
+    /// modes of those that receive them, the only ones whose events show it.
+    pub(crate) fn read_accounts(
+        &mut self,
+        c: &mut dyn Conn,
+        accounts: impl IntoIterator<Item = i64>,
+    ) -> Result<(), DbError> {
+        let mut accounts: Vec<i64> = accounts.into_iter().collect();
+        accounts.sort_unstable();
+        accounts.dedup();
+        self.outbox
+            .read_hooks_of(c, accounts.iter().copied(), MT_STATUS)?;
+        let unknown: Vec<i64> = accounts
+            .into_iter()
+            .filter(|a| !self.modes.contains_key(a))
+            .filter(|a| self.outbox.delivers(*a, MT_STATUS, None) != Some(false))
+            .collect();
+        let found = accounts::billing_modes(c, &unknown)?;
+        for account in unknown {
+            let mode = found.get(&account).map_or("prepaid", |m| m.as_str());
+            self.modes.insert(account, mode.to_owned());
+        }
+        Ok(())
+    }
+
+    /// Queues the event of `sms` as it now is, moved at `at`: with the whole SMS object and
+    /// its account's billing mode when someone receives it (the mode read here when
+    /// [`StatusEvents::read_accounts`] did not: an SMS with its own webhook, of an account
+    /// with no subscription), else with its `hash` and `status`.
+    pub(crate) fn queue(
+        &mut self,
+        c: &mut dyn Conn,
+        sms: &Sms,
+        at: Timestamp,
+    ) -> Result<(), DbError> {
+        let received = self
+            .outbox
+            .delivers(sms.account_id, MT_STATUS, sms.webhook_url.as_deref());
+        let mode = match received {
+            Some(false) => String::new(),
+            Some(true) | None => self.mode(c, sms.account_id)?,
+        };
+        queue_event(&mut self.outbox, sms, &mode, at);
+        Ok(())
+    }
+
+    /// Writes the queued events and their deliveries.
+    pub(crate) fn flush(&mut self, c: &mut dyn Conn) -> Result<(), DbError> {
+        self.outbox.flush(c)
+    }
+
+    fn mode(&mut self, c: &mut dyn Conn, account_id: i64) -> Result<String, DbError> {
+        if let Some(m) = self.modes.get(&account_id) {
+            return Ok(m.clone());
+        }
+        let mode = accounts::by_id(c, account_id)?.map_or_else(
+            || "prepaid".to_owned(),
+            |a| a.billing_mode.as_str().to_owned(),
+        );
+        self.modes.insert(account_id, mode.clone());
+        Ok(mode)
+    }
 }

@@ -24,7 +24,7 @@ use dialtone_store::rates::Rate;
 use dialtone_store::sms::{self as store, NewSms, Sms, StatusChange};
 use dialtone_store::{Conn, DbError, billing};
 
-use super::moves::Moves;
+use super::events::StatusEvents;
 use crate::error::{AppError, ErrorCode};
 
 /// An SMS to send, as validated by an interface.
@@ -213,7 +213,7 @@ impl Coalesced for Intake {
 /// Writes the event of each SMS of the group its network took as it was stored (see
 /// [`Intake::taken_after`]): the move's `sms.mt.status_update`, with the whole SMS object
 /// for the accounts that receive it and the SMS's `hash` and `status` for the others, as
-/// the SMS worker writes its moves' ([`Moves::queue_event`]).
+/// the SMS worker writes its moves' ([`StatusEvents`]).
 fn queue_taken(
     c: &mut dyn Conn,
     results: &[Option<Result<Stored, AppError>>],
@@ -230,12 +230,13 @@ fn queue_taken(
     if taken.is_empty() {
         return Ok(());
     }
-    let mut moves = Moves::default();
-    moves.read_accounts(c, taken.iter().map(|s| s.account_id))?;
+    let mut events = StatusEvents::default();
+    events.read_accounts(c, taken.iter().map(|s| s.account_id))?;
     for sms in taken {
-        moves.queue_event(c, sms, sms.updated)?;
+        events.queue(c, sms, sms.updated)?;
     }
-    moves.flush(c)
+    events.flush(c)?;
+    Ok(())
 }
 
 fn new_sms(item: &Intake, from: String, price: Money) -> NewSms {

@@ -8,12 +8,11 @@ use dialtone_carrier::{Accepted, Carrier, OutboundSms, Rejected, Simulated};
 use dialtone_domain::Timestamp;
 use dialtone_domain::sms::{Encoding, SmsStatus, layout};
 use dialtone_store::accounts;
-use dialtone_store::events::Outbox;
 use dialtone_store::numbers::owned;
 use dialtone_store::sms::{self as store, Sms, StateWrite, StatusChange};
 use dialtone_store::{Conn, billing};
 
-use super::events::{MT_STATUS, queue_event};
+use super::events::StatusEvents;
 use super::inbound::receive;
 use crate::error::AppError;
 use crate::networks::SIMULATED;
@@ -23,15 +22,15 @@ use crate::state::AppState;
 pub(crate) const RETRY_MS: i64 = 10_000;
 
 /// The status moves of one transaction, written together by [`Moves::flush`] (a few
-/// multi-row statements for a batch, instead of two or three statements per move), and the
-/// accounts' billing modes their events show (`b_customer_mode`).
+/// multi-row statements for a batch, instead of two or three statements per move), with
+/// their events.
 #[derive(Default)]
 pub(crate) struct Moves {
-    modes: HashMap<i64, String>,
     /// One new state per SMS (an SMS moved twice in the batch has its last one), by id.
     states: Vec<StateWrite>,
     index: HashMap<i64, usize>,
-    outbox: Outbox,
+    /// The moves' events, and what they need of the accounts.
+    pub(crate) events: StatusEvents,
     /// The SMS written with a next due time, their accounts, and that time: the worker's
     /// hints once the transaction commits (see `due_hints`).
     scheduled: Vec<(i64, i64, Timestamp)>,
@@ -134,7 +133,7 @@ impl Moves {
         );
         self.states.clear();
         self.index.clear();
-        self.outbox.flush(c)?;
+        self.events.flush(c)?;
         Ok(())
     }
 
@@ -158,54 +157,6 @@ impl Moves {
         Ok(())
     }
 
-    /// Reads what the events to come need of `accounts`, one statement for all of them (one
-    /// read a batch, not one an account): their subscriptions to `sms.mt.status_update`, so
-    /// that an event nobody receives is written without the SMS object (see `sms::events`),
-    /// and the billing modes (`b_customer_mode`) of those that receive them, the only ones
-    /// whose events show it.
-    pub(crate) fn read_accounts(
-        &mut self,
-        c: &mut dyn Conn,
-        accounts: impl IntoIterator<Item = i64>,
-    ) -> Result<(), AppError> {
-        let mut accounts: Vec<i64> = accounts.into_iter().collect();
-        accounts.sort_unstable();
-        accounts.dedup();
-        self.outbox
-            .read_hooks_of(c, accounts.iter().copied(), MT_STATUS)?;
-        let unknown: Vec<i64> = accounts
-            .into_iter()
-            .filter(|a| !self.modes.contains_key(a))
-            .filter(|a| self.outbox.delivers(*a, MT_STATUS, None) != Some(false))
-            .collect();
-        let found = accounts::billing_modes(c, &unknown)?;
-        for account in unknown {
-            let mode = found.get(&account).map_or("prepaid", |m| m.as_str());
-            self.modes.insert(account, mode.to_owned());
-        }
-        Ok(())
-    }
-
-    /// Queues the `sms.mt.status_update` of `sms` as it now is, moved at `at`: with the
-    /// whole SMS object and its account's billing mode when someone receives it (the mode
-    /// read here if [`Moves::read_accounts`] did not), else with its `hash` and `status`.
-    pub(crate) fn queue_event(
-        &mut self,
-        c: &mut dyn Conn,
-        sms: &Sms,
-        at: Timestamp,
-    ) -> Result<(), AppError> {
-        let received = self
-            .outbox
-            .delivers(sms.account_id, MT_STATUS, sms.webhook_url.as_deref());
-        let mode = match received {
-            Some(false) => String::new(),
-            Some(true) | None => self.mode(c, sms.account_id)?,
-        };
-        queue_event(&mut self.outbox, sms, &mode, at);
-        Ok(())
-    }
-
     /// The account owning the number `e164`, if this platform's inventory has it owned.
     fn owner(&mut self, c: &mut dyn Conn, e164: &str) -> Result<Option<i64>, AppError> {
         if let Some(owner) = self.owners.get(e164) {
@@ -214,18 +165,6 @@ impl Moves {
         let owner = owned::by_e164(c, e164)?.and_then(|n| n.account_id);
         self.owners.insert(e164.to_owned(), owner);
         Ok(owner)
-    }
-
-    fn mode(&mut self, c: &mut dyn Conn, account_id: i64) -> Result<String, AppError> {
-        if let Some(m) = self.modes.get(&account_id) {
-            return Ok(m.clone());
-        }
-        let mode = accounts::by_id(c, account_id)?.map_or_else(
-            || "prepaid".to_owned(),
-            |a| a.billing_mode.as_str().to_owned(),
-        );
-        self.modes.insert(account_id, mode.clone());
-        Ok(mode)
     }
 }
 
@@ -280,7 +219,7 @@ pub(crate) fn apply(
         moved.delivered_at = moved.delivered_at.or(Some(at));
     }
     moves.queue_state(&moved, store::history_line(&sms.status, next.as_str(), at));
-    moves.queue_event(c, &moved, at)?;
+    moves.events.queue(c, &moved, at)?;
     if next == SmsStatus::Delivered
         && simulated.is_some()
         && let Some(owner_id) = moves.owner(c, &sms.to)?

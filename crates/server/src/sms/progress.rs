@@ -56,7 +56,9 @@ pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
                 .map(|s| s.to.clone())
                 .collect();
             moves.read_owners(c, recipients)?;
-            moves.read_accounts(c, due.iter().map(|s| s.account_id))?;
+            moves
+                .events
+                .read_accounts(c, due.iter().map(|s| s.account_id))?;
             for sms in due {
                 moved += 1;
                 let current = SmsStatus::parse(&sms.status).unwrap_or(SmsStatus::Created);
