@@ -58,6 +58,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(30, "0030_event_ids_unindexed"),
     migration!(31, "0031_sms_queue_accounts"),
     migration!(32, "0032_events_unindexed_by_account"),
+    migration!(33, "0033_sms_queue_on_sms"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

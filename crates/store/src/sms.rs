@@ -250,15 +250,7 @@ pub fn insert_many_drawing(
         .into_iter()
         .map(|s| s.ok_or_else(|| DbError::Other("no free sid for an SMS".into())))
         .collect::<Result<_, _>>()?;
-    // PostgreSQL queued them with their insert.
-    if conn.dialect() == Dialect::Sqlite {
-        let due: Vec<crate::sms_queue::Entry> = stored_rows
-            .iter()
-            .filter(|s| s.next_at.is_some())
-            .map(|s| (s.id, s.account_id, s.next_at))
-            .collect();
-        crate::sms_queue::set(conn, &due)?;
-    }
+    // PostgreSQL queued them with their insert; SQLite's queue is their `next_at`.
     Ok(stored_rows)
 }
 
@@ -503,7 +495,7 @@ const STATE_UPDATE: &str = "UPDATE sms SET status = v.status, status_error = v.s
 
 /// Writes the new states of moved SMS, one state per SMS (`Moves` keeps the last), with
 /// their queue rows: on PostgreSQL one statement for any number (the columns bound as
-/// arrays), on SQLite up to 64 to a statement.
+/// arrays), on SQLite up to 64 to a statement (its queue is the `next_at` they write).
 pub fn write_states(conn: &mut dyn Conn, states: &[StateWrite]) -> Result<(), DbError> {
     use crate::sql::{Columns, Item, row_chunks, values_list};
     if states.is_empty() {
@@ -566,15 +558,8 @@ pub fn write_states(conn: &mut dyn Conn, states: &[StateWrite]) -> Result<(), Db
         }
         conn.execute(&sql, &params)?;
     }
-    crate::sms_queue::set(conn, &queue_of(states))
-}
-
-/// The queue's side of new states: each SMS's next due time.
-fn queue_of(states: &[StateWrite]) -> Vec<crate::sms_queue::Entry> {
-    states
-        .iter()
-        .map(|w| (w.id, w.account_id, w.next_at))
-        .collect()
+    // SQLite's queue is `next_at`, just written (migration 0033).
+    Ok(())
 }
 
 /// Outbound SMS no network has taken yet (`created` or `pending`), by the network they are

@@ -1,5 +1,7 @@
 //! The SMS worker's queue: each SMS with a next step, by when it is due (`sms_queue`,
-//! migration 0029), written with every change of the SMS's `next_at`.
+//! migration 0029), written with every change of the SMS's `next_at`: a table of its own on
+//! PostgreSQL; on SQLite a view of `sms.next_at` over a partial index by account (migration
+//! 0033), so a move there writes the SMS's row and nothing else.
 //!
 //! Why apart from `sms`: every status move of an SMS changes when it is next due. Were that
 //! time indexed on `sms` itself (as it was), no move could be a HOT update on PostgreSQL: each
@@ -8,6 +10,14 @@
 //! index entry (the table keeps room for it: `fillfactor`), and its queue row, narrow with two
 //! indexes, is what changes index entries. `sms.next_at` stays the SMS's own record of it
 //! (`due_among` reads it by primary key); this table is what finds SMS by due time.
+//!
+//! Why not on SQLite: it has no HOT updates, so a separate queue only added work. Each move
+//! rewrote the SMS's row, then upserted its queue row (a second B-tree and its index, a
+//! statement of its own): about a tenth of the writer's time and of each commit's pages
+//! under an SMS load (docs/benchmarks.md). There `sms_due_by_account (account_id, next_at)
+//! WHERE next_at IS NOT NULL` does the queue index's work, and the view `sms_queue` keeps its
+//! name and columns for the walk and every other reader (its `INDEXED BY` makes a reader the
+//! index cannot serve fail at once instead of scanning `sms`).
 //!
 //! Why by account (migration 0031): the worker takes a batch of due SMS a transaction, and
 //! taken strictly by due time one account's backlog (a burst faster than the moves keep up
@@ -22,15 +32,19 @@ use std::collections::{HashSet, VecDeque};
 use dialtone_domain::Timestamp;
 
 use crate::params;
-use crate::sql::{Columns, Conn, DbError, Dialect, Value, in_list, row_chunks, values_list};
+use crate::sql::{Columns, Conn, DbError, Dialect, Value};
 
 /// One SMS's place in the queue: its id, its account, and when it is next due (`None`:
 /// never, it leaves the queue).
 pub type Entry = (i64, i64, Option<Timestamp>);
 
-/// Sets when each SMS is next due. An SMS given twice takes its last time.
+/// Sets when each SMS is next due, beside the SMS's own `next_at` that the caller writes.
+/// An SMS given twice takes its last time. Only PostgreSQL has a queue table to write: on
+/// SQLite `sms_queue` is a view of `sms.next_at` (migration 0033).
 pub fn set(conn: &mut dyn Conn, due: &[Entry]) -> Result<(), DbError> {
-    if due.is_empty() {
+    // SQLite's queue is the SMS's own `next_at`, which the caller writes in the same
+    // transaction (migration 0033).
+    if due.is_empty() || conn.dialect() == Dialect::Sqlite {
         return Ok(());
     }
     // One row per SMS (an upsert may not touch a row twice), its last time.
@@ -45,58 +59,25 @@ pub fn set(conn: &mut dyn Conn, due: &[Entry]) -> Result<(), DbError> {
             }
         }
     }
-    match conn.dialect() {
-        Dialect::Postgres => {
-            let columns = Columns::new()
-                .int("id", last.iter().map(|&(id, _, _)| Some(id)))
-                .int(
-                    "account_id",
-                    last.iter().map(|&(_, account, _)| Some(account)),
-                )
-                .int(
-                    "due_at",
-                    last.iter().map(|&(_, _, t)| t.map(Timestamp::millis)),
-                );
-            let sql = format!(
-                "WITH v AS (SELECT * FROM {}), \
-                 gone AS (DELETE FROM sms_queue q USING v WHERE q.sms_id = v.id AND v.due_at IS NULL) \
-                 INSERT INTO sms_queue (sms_id, account_id, due_at) \
-                 SELECT id, account_id, due_at FROM v WHERE due_at IS NOT NULL \
-                 ON CONFLICT (sms_id) DO UPDATE SET due_at = EXCLUDED.due_at",
-                columns.unnest("u", 1)
-            );
-            conn.execute(&sql, &columns.into_params())?;
-        }
-        Dialect::Sqlite => {
-            let gone: Vec<i64> = last
-                .iter()
-                .filter(|(_, _, t)| t.is_none())
-                .map(|&(id, _, _)| id)
-                .collect();
-            if !gone.is_empty() {
-                let (among, params) = in_list(Dialect::Sqlite, "sms_id", 1, crate::sql::ids(&gone));
-                conn.execute(&format!("DELETE FROM sms_queue WHERE {among}"), &params)?;
-            }
-            let due: Vec<(i64, i64, Timestamp)> = last
-                .iter()
-                .filter_map(|&(id, account, t)| t.map(|t| (id, account, t)))
-                .collect();
-            for chunk in row_chunks(&due) {
-                let sql = format!(
-                    "INSERT INTO sms_queue (sms_id, account_id, due_at) VALUES {} \
-                     ON CONFLICT (sms_id) DO UPDATE SET due_at = excluded.due_at",
-                    values_list(chunk.len(), &[crate::sql::Item::Param; 3])
-                );
-                let params: Vec<Value> = chunk
-                    .iter()
-                    .flat_map(|&(id, account, t)| {
-                        [Value::from(id), Value::from(account), Value::from(t)]
-                    })
-                    .collect();
-                conn.execute(&sql, &params)?;
-            }
-        }
-    }
+    let columns = Columns::new()
+        .int("id", last.iter().map(|&(id, _, _)| Some(id)))
+        .int(
+            "account_id",
+            last.iter().map(|&(_, account, _)| Some(account)),
+        )
+        .int(
+            "due_at",
+            last.iter().map(|&(_, _, t)| t.map(Timestamp::millis)),
+        );
+    let sql = format!(
+        "WITH v AS (SELECT * FROM {}), \
+         gone AS (DELETE FROM sms_queue q USING v WHERE q.sms_id = v.id AND v.due_at IS NULL) \
+         INSERT INTO sms_queue (sms_id, account_id, due_at) \
+         SELECT id, account_id, due_at FROM v WHERE due_at IS NOT NULL \
+         ON CONFLICT (sms_id) DO UPDATE SET due_at = EXCLUDED.due_at",
+        columns.unnest("u", 1)
+    );
+    conn.execute(&sql, &columns.into_params())?;
     Ok(())
 }
 

@@ -518,3 +518,83 @@ async fn queued_sms_gain_their_account(store: &Store) {
 }
 
 both!(queued_sms_gain_their_account, "queueaccounts");
+
+/// Migration 0033: on SQLite the queue table becomes a view of `sms.next_at`; an SMS queued
+/// before it is still due after it, a reschedule moves it, and an SMS with no next step is
+/// not queued. On PostgreSQL the table stays: the same holds through it.
+async fn queued_sms_stay_due_when_the_queue_becomes_their_own(store: &Store) {
+    migrate::run_to(store, 32).await.expect("migrate to 32");
+    let (owner, ids) = store
+        .write(|c| {
+            let owner = account(c, 0)?;
+            let mut ids = Vec::new();
+            for (n, next_at) in [Some(1i64), Some(2), None].into_iter().enumerate() {
+                let id = c
+                    .query_one(
+                        "INSERT INTO sms (sid, account_id, direction, sender, recipient, body, encoding, parts, status, carrier, next_at, created, updated) \
+                         VALUES ($1, $2, 'outbound', 'SMS', '+447700900555', 'hi', 'gsm', 1, 'pending', 'simulated', $3, 0, 0) RETURNING id",
+                        params![format!("sms{n}"), owner, next_at],
+                    )?
+                    .int(0)?;
+                if let Some(at) = next_at {
+                    c.execute(
+                        "INSERT INTO sms_queue (sms_id, account_id, due_at) VALUES ($1, $2, $3)",
+                        params![id, owner, at],
+                    )?;
+                }
+                ids.push(id);
+            }
+            Ok::<_, DbError>((owner, ids))
+        })
+        .await
+        .expect("fill as release 32 did");
+    assert_eq!(migrate::run_to(store, 33).await.expect("migrate"), vec![33]);
+    let due = |at: i64| async move {
+        let (found, _) = store
+            .write(move |c| {
+                dialtone_store::sms::due(
+                    c,
+                    dialtone_domain::Timestamp::from_millis(at),
+                    10,
+                    0,
+                    &std::collections::HashSet::new(),
+                )
+            })
+            .await
+            .expect("walk");
+        found.iter().map(|s| s.id).collect::<Vec<i64>>()
+    };
+    assert_eq!(due(1).await, [ids[0]], "only the first is due at 1");
+    assert_eq!(
+        due(5).await,
+        [ids[0], ids[1]],
+        "soonest first; none without a next step"
+    );
+    let (first, second) = (ids[0], ids[1]);
+    store
+        .write(move |c| {
+            dialtone_store::sms::reschedule(
+                c,
+                first,
+                owner,
+                Some(dialtone_domain::Timestamp::from_millis(9)),
+            )?;
+            dialtone_store::sms::reschedule(c, second, owner, None)
+        })
+        .await
+        .expect("reschedule");
+    assert_eq!(due(5).await, Vec::<i64>::new(), "moved on, and gone");
+    assert_eq!(due(9).await, [ids[0]]);
+    let queued = store
+        .read(|c| c.query_one("SELECT count(*) FROM sms_queue", params![]))
+        .await
+        .expect("count")
+        .int(0)
+        .expect("int");
+    assert_eq!(queued, 1);
+}
+
+both!(
+    queued_sms_stay_due_when_the_queue_becomes_their_own,
+    "queueown"
+);
