@@ -183,7 +183,8 @@ pub fn in_turn<I: Iterator<Item = i64>>(
 }
 
 /// Up to `most` accounts with queued SMS, after `after`, in order: one index lookup each (a
-/// loose walk of `sms_queue_account_due`), whatever their number of queued SMS.
+/// loose walk of `sms_queue_account_due`, on SQLite `sms_due_by_account`), whatever their
+/// number of queued SMS.
 fn accounts_after(conn: &mut dyn Conn, after: i64, most: i64) -> Result<Vec<i64>, DbError> {
     conn.query(
         "WITH RECURSIVE a(id, n) AS ( \
@@ -202,8 +203,8 @@ fn accounts_after(conn: &mut dyn Conn, after: i64, most: i64) -> Result<Vec<i64>
 /// Each account's SMS due at `now`, soonest first (then in the order they were stored),
 /// `limit` of each after the first `skip` of it (the `(account, skip)` pairs): on PostgreSQL
 /// one statement for every account, on SQLite one lookup each. Both read the index alone
-/// (`sms_queue_account_due`; SQLite's entries end with the row id, PostgreSQL's with
-/// `sms_id` named).
+/// (PostgreSQL's `sms_queue_account_due`, its entries ending with `sms_id` named; SQLite's
+/// `sms_due_by_account` on `sms`, its entries ending with the row id, the SMS's id).
 fn due_of(
     conn: &mut dyn Conn,
     now: Timestamp,
