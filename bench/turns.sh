@@ -47,18 +47,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# One machine-readable line per wrk run (the shared peer-bench's report.lua does the same).
+# One machine-readable line per wrk run (the shared peer-bench's report.lua does the same);
+# with TURNS_BODY set, the request is a JSON POST of it.
 cat >"$work/report.lua" <<'EOF'
-wrk.method = "POST"
-wrk.body = '{"body":"benchmark message"}'
-wrk.headers["content-type"] = "application/json"
-done = function(summary, latency, requests)
-  io.write(string.format('WRK %d %d %d %.1f %.1f\n', summary.requests, summary.duration,
-    summary.errors.status + summary.errors.read + summary.errors.timeout,
-    latency:percentile(50), latency:percentile(99)))
+local body = os.getenv("TURNS_BODY")
+if body and body ~= "" then
+  wrk.method = "POST"
+  wrk.body = body
+  wrk.headers["content-type"] = "application/json"
 end
-EOF
-cat >"$work/kannel.lua" <<'EOF'
 done = function(summary, latency, requests)
   io.write(string.format('WRK %d %d %d %.1f %.1f\n', summary.requests, summary.duration,
     summary.errors.status + summary.errors.read + summary.errors.timeout,
@@ -91,7 +88,8 @@ run_dialtone() {
     done
     local p0 w0=0 p1 w1=0 out
     p0=$(ticks /proc/$server/stat); [ -n "$writer" ] && w0=$(ticks "$writer/stat")
-    out=$(wrk -t2 -c"$conns" -d"${secs}s" -s "$work/report.lua" -H "x-api-key: $key" \
+    out=$(TURNS_BODY='{"body":"benchmark message"}' wrk -t2 -c"$conns" -d"${secs}s" \
+        -s "$work/report.lua" -H "x-api-key: $key" \
         "http://127.0.0.1:$port/v2.0/sms?to=%2B447700900123" | grep '^WRK ')
     p1=$(ticks /proc/$server/stat); [ -n "$writer" ] && w1=$(ticks "$writer/stat")
     kill "$server"; wait "$server" 2>/dev/null || true; server=
@@ -111,7 +109,7 @@ EOF
 run_kannel() {
     PB_WORK=$work/pb "$PEER_BENCH/kannel.sh" start >/dev/null
     local out
-    out=$(wrk -t2 -c"$conns" -d"${secs}s" -s "$work/kannel.lua" \
+    out=$(wrk -t2 -c"$conns" -d"${secs}s" -s "$work/report.lua" \
         "http://127.0.0.1:13013/cgi-bin/sendsms?username=perf&password=perf&to=%2B447700900123&text=benchmark+message" \
         | grep '^WRK ')
     PB_WORK=$work/pb "$PEER_BENCH/kannel.sh" stop >/dev/null

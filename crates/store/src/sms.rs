@@ -525,12 +525,9 @@ pub fn write_states(conn: &mut dyn Conn, states: &[StateWrite]) -> Result<(), Db
         // The states and the queue (`sms_queue`) in one statement.
         let sql = format!(
             "WITH v AS (SELECT * FROM {}), \
-             moved AS ({STATE_UPDATE} FROM v WHERE sms.id = v.id), \
-             gone AS (DELETE FROM sms_queue q USING v WHERE q.sms_id = v.id AND v.next_at IS NULL) \
-             INSERT INTO sms_queue (sms_id, account_id, due_at) \
-             SELECT id, account_id, next_at FROM v WHERE next_at IS NOT NULL \
-             ON CONFLICT (sms_id) DO UPDATE SET due_at = EXCLUDED.due_at",
-            columns.unnest("u", 1)
+             moved AS ({STATE_UPDATE} FROM v WHERE sms.id = v.id), {}",
+            columns.unnest("u", 1),
+            crate::sms_queue::upsert_from("next_at")
         );
         conn.execute(&sql, &columns.into_params())?;
         return Ok(());

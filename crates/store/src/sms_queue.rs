@@ -70,15 +70,26 @@ pub fn set(conn: &mut dyn Conn, due: &[Entry]) -> Result<(), DbError> {
             last.iter().map(|&(_, _, t)| t.map(Timestamp::millis)),
         );
     let sql = format!(
-        "WITH v AS (SELECT * FROM {}), \
-         gone AS (DELETE FROM sms_queue q USING v WHERE q.sms_id = v.id AND v.due_at IS NULL) \
-         INSERT INTO sms_queue (sms_id, account_id, due_at) \
-         SELECT id, account_id, due_at FROM v WHERE due_at IS NOT NULL \
-         ON CONFLICT (sms_id) DO UPDATE SET due_at = EXCLUDED.due_at",
-        columns.unnest("u", 1)
+        "WITH v AS (SELECT * FROM {}), {}",
+        columns.unnest("u", 1),
+        upsert_from("due_at")
     );
     conn.execute(&sql, &columns.into_params())?;
     Ok(())
+}
+
+/// The end of a PostgreSQL statement that writes the queue from a table `v` of SMS (`id`,
+/// `account_id`, and their next due time in column `due`, null for an SMS that leaves the
+/// queue), after the statement's own `WITH v AS (...), ...`: the SMS that leave are deleted,
+/// the others inserted or given their new time. [`set`] and `sms::write_states` (the states
+/// and the queue in one statement) both end with it.
+pub(crate) fn upsert_from(due: &str) -> String {
+    format!(
+        "gone AS (DELETE FROM sms_queue q USING v WHERE q.sms_id = v.id AND v.{due} IS NULL) \
+         INSERT INTO sms_queue (sms_id, account_id, due_at) \
+         SELECT id, account_id, {due} FROM v WHERE {due} IS NOT NULL \
+         ON CONFLICT (sms_id) DO UPDATE SET due_at = EXCLUDED.due_at"
+    )
 }
 
 /// Most rounds of offers one walk asks for ([`due_ids`]): each asks the accounts that may
