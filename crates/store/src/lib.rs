@@ -45,6 +45,7 @@ pub mod tasks;
 pub mod test_schema;
 mod wal_checkpoints;
 mod wal_sync;
+mod wal_writes;
 pub mod webhooks;
 
 use std::path::PathBuf;

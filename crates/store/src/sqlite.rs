@@ -161,7 +161,11 @@ fn open(path: &Path, read_only: bool, sync: Synchronous) -> Result<Connection, D
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
             | OpenFlags::SQLITE_OPEN_URI
     };
-    let conn = Connection::open_with_flags(path, flags).map_err(map_err)?;
+    // The WAL frames of a commit written to the file in one call (`wal_writes`).
+    crate::wal_writes::register()
+        .map_err(|rc| DbError::Other(format!("could not register the WAL's VFS: error {rc}")))?;
+    let conn = Connection::open_with_flags_and_vfs(path, flags, crate::wal_writes::NAME)
+        .map_err(map_err)?;
     conn.busy_timeout(std::time::Duration::from_secs(10))
         .map_err(map_err)?;
     // `Full` is SQLite's `NORMAL` plus the `wal_sync` thread: the commit writes the WAL
