@@ -63,6 +63,13 @@ struct WalFile {
     after_commit: Option<i64>,
 }
 
+impl WalFile {
+    /// The file offset just past what is gathered.
+    fn end(&self) -> i64 {
+        self.start + self.gathered.len() as i64
+    }
+}
+
 /// The size of [`WalFile`] rounded up to SQLite's alignment of file objects.
 const WAL_FILE_SIZE: usize = std::mem::size_of::<WalFile>().next_multiple_of(8);
 
@@ -228,17 +235,13 @@ unsafe extern "C" fn write(
     };
     if let Some(end) = w.after_commit {
         if offset != end && offset != 0 {
-            // A header of the commit just written, rewritten before it is published.
-            let rc = flush(w);
-            if rc != ffi::SQLITE_OK {
-                return rc;
-            }
+            // A header of the commit just written, rewritten before it is published. Nothing
+            // is gathered here: `after_commit` is set only by a flush, and gathering unsets it.
             return real!(w, xWrite, data, amount, offset);
         }
         w.after_commit = None;
     }
-    let end = w.start + w.gathered.len() as i64;
-    if !w.gathered.is_empty() && offset != end {
+    if !w.gathered.is_empty() && offset != w.end() {
         let rc = flush(w);
         if rc != ffi::SQLITE_OK {
             return rc;
@@ -251,7 +254,7 @@ unsafe extern "C" fn write(
     let commit_page = w.commit_header && bytes.len() != FRAME_HEADER;
     w.commit_header = bytes.len() == FRAME_HEADER && bytes[4..8] != [0, 0, 0, 0];
     if commit_page {
-        let end = w.start + w.gathered.len() as i64;
+        let end = w.end();
         let rc = flush(w);
         if rc == ffi::SQLITE_OK {
             w.after_commit = Some(end);
