@@ -252,7 +252,9 @@ async fn admin_connectors(
 /// Opens the configured database and applies pending migrations.
 pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
     let options = StoreOptions {
-        connections: config.db_connections,
+        connections: config
+            .db_connections
+            .unwrap_or_else(|| StoreOptions::default_connections(&config.database_url)),
         synchronous: config.sqlite_synchronous,
     };
     let store = Store::open(&config.database_url, &options)

@@ -49,7 +49,8 @@ pub struct Settings {
     /// Log format [default: text].
     #[arg(long, env = "DIALTONE_LOG_FORMAT", global = true, value_enum)]
     pub log_format: Option<LogFormat>,
-    /// Database connections: SQLite readers, PostgreSQL pool size [default: 4].
+    /// Database connections: SQLite readers, PostgreSQL pool size [default: SQLite 4,
+    /// PostgreSQL one per core from 2 to 4].
     #[arg(long, env = "DIALTONE_DB_CONNECTIONS", global = true)]
     pub db_connections: Option<usize>,
     /// Milliseconds between two SMS statuses on the simulated network [default: 200].
@@ -346,7 +347,7 @@ impl Settings {
     /// Connections, authentication failures and body timeouts.
     fn resolve_connections(&self, file: &FileConfig, config: &mut Config) -> anyhow::Result<()> {
         if let Some(n) = self.db_connections.or(file.db_connections) {
-            config.db_connections = n.clamp(1, 64);
+            config.db_connections = Some(n.clamp(1, 64));
         }
         if let Some(n) = self.max_connections.or(file.max_connections) {
             config.max_connections = n.clamp(1, 1_000_000);

@@ -32,8 +32,9 @@ pub struct Config {
     pub header_brand: String,
     /// Log format.
     pub log_format: LogFormat,
-    /// Database connections (SQLite readers, PostgreSQL pool size).
-    pub db_connections: usize,
+    /// Database connections (SQLite readers, PostgreSQL pool size); `None`: the database's
+    /// own default ([`StoreOptions::default_connections`](dialtone_store::StoreOptions::default_connections)).
+    pub db_connections: Option<usize>,
     /// SQLite commit durability.
     pub sqlite_synchronous: Synchronous,
     /// Create and print a `dev` account on first start with an empty database.
@@ -284,7 +285,7 @@ impl Config {
             admin_token: None,
             header_brand: "SVC".to_owned(),
             log_format: LogFormat::Text,
-            db_connections: 4,
+            db_connections: None,
             sqlite_synchronous: Synchronous::Full,
             dev_account: true,
             max_body_bytes: 2 * 1024 * 1024,

@@ -14,7 +14,7 @@ use std::time::Duration;
 mod common;
 
 use dialtone_store::test_schema::TestSchema;
-use dialtone_store::{Conn, DbError, Store, StoreOptions, params};
+use dialtone_store::{Conn, DatabaseUrl, DbError, Store, StoreOptions, params};
 
 /// Longest wait for something that should happen at once: past it the test fails.
 const PATIENCE: Duration = Duration::from_secs(10);
@@ -99,6 +99,50 @@ async fn background_work_leaves_a_connection_to_requests() {
         release_second.send(()).unwrap();
         first.await.unwrap().unwrap();
         second.await.unwrap().unwrap();
+    }
+}
+
+/// The pool a PostgreSQL store gets when none is configured
+/// ([`StoreOptions::default_connections`]: one connection per core, 2 to 4): background work
+/// holding every connection it may still leaves requests one, and the size stays within
+/// its bounds on any machine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_pool_leaves_requests_a_connection() {
+    let n = StoreOptions::default_connections(&DatabaseUrl::Postgres(String::new()));
+    assert!((2..=4).contains(&n), "default PostgreSQL connections: {n}");
+    assert_eq!(
+        StoreOptions::default_connections(&DatabaseUrl::Sqlite("t.db".into())),
+        4,
+        "SQLite readers by default"
+    );
+    let Some((store, _schema)) = postgres("bg_default", n).await else {
+        return;
+    };
+    let background = store.background();
+    // Every connection background work may hold: all but one, and with one connection
+    // that one.
+    let most = (n - 1).max(1);
+    let mut held_writes = Vec::new();
+    for _ in 0..most {
+        let (started, running) = mpsc::channel();
+        let (release, released) = mpsc::channel();
+        held_writes.push((tokio::spawn(held(&background, started, released)), release));
+        running
+            .recv_timeout(PATIENCE)
+            .expect("a background write runs while places are free");
+    }
+    let request = tokio::time::timeout(
+        PATIENCE,
+        store.write(|c| c.query_one("SELECT 1", params![]).map(|_| ())),
+    )
+    .await;
+    assert!(
+        matches!(request, Ok(Ok(()))),
+        "a request is answered while background work holds {most} of {n} connections: {request:?}"
+    );
+    for (write, release) in held_writes {
+        release.send(()).unwrap();
+        write.await.unwrap().unwrap();
     }
 }
 

@@ -100,7 +100,7 @@ impl TestApp {
         config.listen = "127.0.0.1:0".into();
         config.admin_token = Some(ADMIN_TOKEN.into());
         config.dev_account = false;
-        config.db_connections = 2;
+        config.db_connections = Some(2);
         config.run_workers = false;
         // Audio converts in a child process: this package's own binary.
         config.audio_converter = Some(env!("CARGO_BIN_EXE_dialtone").into());
