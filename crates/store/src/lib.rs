@@ -108,9 +108,10 @@ impl StoreOptions {
     /// running a group of writes at a time; with more backends than cores (PostgreSQL on
     /// the same machine, the usual small deployment) they only contend for the cores and
     /// split the requests into smaller groups. On 2 cores, 2 connections against 4 accepted
-    /// 15-28% more SMS with 20-30% less CPU per SMS of both the server and PostgreSQL
+    /// 8-32% more SMS with 15-25% less server and 20-32% less PostgreSQL CPU per SMS
     /// (docs/benchmarks.md, "PostgreSQL: as many connections as cores"). Two at least: the
-    /// background work takes all connections but one (`pg_queues`).
+    /// background work may take all connections but one (`pg_queues`), and with a single
+    /// connection it may take that one while requests wait.
     pub fn default_connections(url: &DatabaseUrl) -> usize {
         match url {
             DatabaseUrl::Sqlite(_) => 4,
