@@ -102,6 +102,9 @@ pub struct StoreOptions {
     pub synchronous: Synchronous,
 }
 
+/// SQLite's reader threads when none are configured.
+const SQLITE_READERS: usize = 4;
+
 impl StoreOptions {
     /// Connections when none are configured: 4 SQLite readers; on PostgreSQL one connection
     /// per core of this machine, from 2 to 4. Each PostgreSQL connection is a backend process
@@ -114,7 +117,7 @@ impl StoreOptions {
     /// connection it may take that one while requests wait.
     pub fn default_connections(url: &DatabaseUrl) -> usize {
         match url {
-            DatabaseUrl::Sqlite(_) => 4,
+            DatabaseUrl::Sqlite(_) => SQLITE_READERS,
             DatabaseUrl::Postgres(_) => std::thread::available_parallelism()
                 .map_or(2, std::num::NonZeroUsize::get)
                 .clamp(2, 4),
@@ -125,7 +128,7 @@ impl StoreOptions {
 impl Default for StoreOptions {
     fn default() -> Self {
         Self {
-            connections: 4,
+            connections: SQLITE_READERS,
             synchronous: Synchronous::Full,
         }
     }

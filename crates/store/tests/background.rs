@@ -79,11 +79,7 @@ async fn background_work_leaves_a_connection_to_requests() {
         let (release_second, second_release) = mpsc::channel();
         let second = tokio::spawn(held(&background, second_started, second_release));
         in_flight(&store, 2).await;
-        let request = tokio::time::timeout(
-            PATIENCE,
-            store.write(|c| c.query_one("SELECT 1", params![]).map(|_| ())),
-        )
-        .await;
+        let request = a_request(&store).await;
         assert!(
             matches!(request, Ok(Ok(()))),
             "a request is answered while background work holds a connection: {request:?}"
@@ -131,11 +127,7 @@ async fn the_default_pool_leaves_requests_a_connection() {
             .recv_timeout(PATIENCE)
             .expect("a background write runs while places are free");
     }
-    let request = tokio::time::timeout(
-        PATIENCE,
-        store.write(|c| c.query_one("SELECT 1", params![]).map(|_| ())),
-    )
-    .await;
+    let request = a_request(&store).await;
     assert!(
         matches!(request, Ok(Ok(()))),
         "a request is answered while background work holds {most} of {n} connections: {request:?}"
@@ -144,6 +136,15 @@ async fn the_default_pool_leaves_requests_a_connection() {
         release.send(()).unwrap();
         write.await.unwrap().unwrap();
     }
+}
+
+/// A request's write, waited for at most [`PATIENCE`].
+async fn a_request(store: &Store) -> Result<Result<(), DbError>, tokio::time::error::Elapsed> {
+    tokio::time::timeout(
+        PATIENCE,
+        store.write(|c| c.query_one("SELECT 1", params![]).map(|_| ())),
+    )
+    .await
 }
 
 /// Waits until `n` writes are in flight (submitted, not yet answered).
