@@ -171,9 +171,9 @@ fn candidates(
     if let Some((next_at, id)) = after {
         params.push(next_at.into());
         params.push(id.into());
+        // A row comparison, so that the index on (next_at, id) starts the scan here.
         keyset = format!(
-            " AND (d.next_at > ${} OR (d.next_at = ${} AND d.id > ${}))",
-            params.len() - 1,
+            " AND (d.next_at, d.id) > (${}, ${})",
             params.len() - 1,
             params.len()
         );
