@@ -60,6 +60,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(32, "0032_events_unindexed_by_account"),
     migration!(33, "0033_sms_queue_on_sms"),
     migration!(34, "0034_deliveries_due_keyset"),
+    migration!(35, "0035_deliveries_due_by_account"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

@@ -144,15 +144,20 @@ pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
     let exclude = state.deliveries.exclusions();
     let limit = (room as i64).min(BATCH);
     let plan = state.deliveries.planner();
-    let due = state
+    let walk_after = state.deliveries.walk_after();
+    let claimed = state
         .store
         .background()
         .write_repeatable(move |c| {
             // A run again after a rollback starts from the same plan.
             let mut plan = plan.clone();
-            deliveries::claim(c, now, lease, limit, &exclude, &mut |d| plan.take(d))
+            deliveries::claim(c, now, lease, limit, &exclude, walk_after, &mut |d| {
+                plan.take(d)
+            })
         })
         .await?;
+    state.deliveries.walk_ended(claimed.walk_ended);
+    let due = claimed.due;
     if due.is_empty() {
         return Ok(0);
     }

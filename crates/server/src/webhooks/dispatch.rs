@@ -9,11 +9,15 @@
 //!   goes to it (a probe) until one succeeds, so a dead endpoint with thousands of due
 //!   deliveries costs one connection, never the others' turn. Its tries are never sent before
 //!   their time (try n waits n x 10 s after try n-1), only later when its line is long.
+//! - A claim visits the accounts with due deliveries in turn, from the one after where the
+//!   last claim stopped, and reads a bounded number of each one's: one account's backlog
+//!   never costs a claim more than that, nor hides another account's deliveries.
 //! - Tries are recorded as they end (a few at a time, by one task), not when the slowest of
 //!   a batch ends; a try frees its account's and endpoint's place as soon as it ends.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use dialtone_store::deliveries::{Candidate, Due, Exclusions};
 
@@ -91,11 +95,24 @@ impl Planner {
 pub struct Dispatch {
     counts: Mutex<Counts>,
     in_flight: Tally,
+    /// The last account the last claim visited: the next one starts after it, so every
+    /// account with due deliveries gets its turn whatever the others' backlogs.
+    walk_after: AtomicI64,
 }
 
 impl Dispatch {
     fn lock(&self) -> std::sync::MutexGuard<'_, Counts> {
         self.counts.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Where the next claim's walk of the accounts starts (see `deliveries::claim`).
+    pub fn walk_after(&self) -> i64 {
+        self.walk_after.load(Ordering::Relaxed)
+    }
+
+    /// A committed claim's walk ended at this account.
+    pub fn walk_ended(&self, account: i64) {
+        self.walk_after.store(account, Ordering::Relaxed);
     }
 
     /// Tries this node may start now.

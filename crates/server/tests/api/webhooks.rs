@@ -620,12 +620,19 @@ async fn a_try_lost_with_its_node_is_not_sent_again_under_its_number(app: TestAp
             let account = dialtone_store::accounts::by_sid(c, &sid)?.unwrap();
             dialtone_store::events::emit(c, account.id, "billing.credit", "{}", now)?;
             // The node that dies: it claims the delivery and never records the try.
-            dialtone_store::deliveries::claim(c, now, 30_000, 10, &Default::default(), &mut |_| {
-                true
-            })
+            dialtone_store::deliveries::claim(
+                c,
+                now,
+                30_000,
+                10,
+                &Default::default(),
+                i64::MIN,
+                &mut |_| true,
+            )
         })
         .await
-        .unwrap();
+        .unwrap()
+        .due;
     assert_eq!(lost.len(), 1);
     assert_eq!(lost[0].try_number, 0);
     // Within the lease nobody else sends it.
