@@ -131,18 +131,26 @@ pub fn claim(
     Ok(Claimed { due, walk_ended })
 }
 
-/// Most accounts a claim visits.
+/// Most accounts with due deliveries a claim reads.
 pub const WALK_ACCOUNTS: i64 = 16;
+/// Accounts with pending deliveries one statement of the walk looks at.
+pub const WALK_PROBES: i64 = 64;
+/// Statements of the walk a claim makes at most (so at most 256 accounts looked at).
+const WALK_STATEMENTS: usize = 4;
 /// Most of an account's due deliveries a claim reads (oldest first), whatever it picks.
 pub const EXAMINED_PER_ACCOUNT: i64 = 256;
 
-/// The ids `pick` takes, at most `limit`, and the last account visited. The accounts with
-/// pending deliveries are visited in turn, from the first after `walk_after` (going round to
-/// the first account at the end), at most [`WALK_ACCOUNTS`] of them, one index lookup each
-/// (a loose walk of `deliveries_due`, whatever their number of deliveries); the accounts
-/// `exclude` names are passed over unread. Of each account the claim reads its first
-/// [`EXAMINED_PER_ACCOUNT`] due deliveries, oldest first, and leaves out those of the
-/// endpoints `exclude` names.
+/// The ids `pick` takes, at most `limit`, and where the walk stopped (`i64::MIN`: it went
+/// round, the next one starts from the first account).
+///
+/// The accounts with pending deliveries are looked at in turn, from the first after
+/// `walk_after`, going round to the first account at the end, one index lookup each with
+/// the due time of its oldest delivery (a loose walk of `deliveries_due`, whatever their
+/// number of deliveries), [`WALK_PROBES`] a statement. Those with a delivery due, and not
+/// named by `exclude`, are read, at most [`WALK_ACCOUNTS`]: of each its first
+/// [`EXAMINED_PER_ACCOUNT`] due deliveries, oldest first, less those of the endpoints
+/// `exclude` names. Accounts whose deliveries all wait for a retry cost a lookup, not a
+/// turn.
 ///
 /// So a claim reads a bounded number of rows whatever the backlog: an account whose
 /// endpoint is at its cap with a million deliveries waiting costs a claim 256 rows, never
@@ -158,49 +166,64 @@ fn candidates(
     walk_after: i64,
     pick: &mut dyn FnMut(&Candidate) -> bool,
 ) -> Result<(Vec<i64>, i64), DbError> {
-    let mut accounts = accounts_after(conn, walk_after, WALK_ACCOUNTS)?;
-    let room = WALK_ACCOUNTS - accounts.len() as i64;
-    if room > 0 && walk_after != i64::MIN {
-        // The walk went past the last account: round again from the first.
-        let again = accounts_after(conn, i64::MIN, room)?;
-        accounts.extend(again.into_iter().filter(|a| *a <= walk_after));
-    }
     let mut picked = Vec::new();
-    for &account in &accounts {
-        if !exclude.accounts.contains(&account) {
+    let mut read = 0;
+    let mut cursor = walk_after;
+    // Once round to the first account: where the walk began, so that it stops there.
+    let mut began_at: Option<i64> = None;
+    for _ in 0..WALK_STATEMENTS {
+        let probed = accounts_after(conn, cursor, WALK_PROBES)?;
+        let ended = (probed.len() as i64) < WALK_PROBES;
+        for (account, oldest) in probed {
+            if began_at.is_some_and(|began| account > began) {
+                return Ok((picked, i64::MIN));
+            }
+            cursor = account;
+            if oldest > now || exclude.accounts.contains(&account) {
+                continue;
+            }
             for candidate in due_of(conn, now, account, exclude)? {
                 if (picked.len() as i64) < limit && pick(&candidate) {
                     picked.push(candidate.id);
                 }
             }
+            read += 1;
+            if (picked.len() as i64) >= limit || read >= WALK_ACCOUNTS {
+                return Ok((picked, account));
+            }
         }
-        if (picked.len() as i64) >= limit {
-            return Ok((picked, account));
+        if ended {
+            if began_at.is_some() || walk_after == i64::MIN {
+                return Ok((picked, i64::MIN));
+            }
+            began_at = Some(walk_after);
+            cursor = i64::MIN;
         }
     }
-    // Every account was visited when the walk found fewer than it may visit: the next claim
-    // starts from the first (one walk, not one past the end and one round again).
-    let walk_ended = match accounts.last() {
-        Some(&last) if (accounts.len() as i64) == WALK_ACCOUNTS => last,
-        _ => i64::MIN,
-    };
-    Ok((picked, walk_ended))
+    // As many accounts looked at as a claim may: the next one goes on from here.
+    Ok((picked, cursor))
 }
 
-/// Up to `most` accounts with pending deliveries after `after`, in order: one index lookup
-/// each.
-fn accounts_after(conn: &mut dyn Conn, after: i64, most: i64) -> Result<Vec<i64>, DbError> {
+/// Up to `most` accounts with pending deliveries after `after`, in order, each with the due
+/// time of its oldest: one index lookup for each.
+fn accounts_after(
+    conn: &mut dyn Conn,
+    after: i64,
+    most: i64,
+) -> Result<Vec<(i64, Timestamp)>, DbError> {
     conn.query(
         "WITH RECURSIVE a(id, n) AS ( \
          SELECT (SELECT min(account_id) FROM deliveries WHERE next_at IS NOT NULL AND account_id > $1), 1 \
          UNION ALL \
          SELECT (SELECT min(account_id) FROM deliveries WHERE next_at IS NOT NULL AND account_id > a.id), a.n + 1 \
          FROM a WHERE a.id IS NOT NULL AND a.n < CAST($2 AS BIGINT)) \
-         SELECT id FROM a WHERE id IS NOT NULL",
+         SELECT a.id, (SELECT min(d.next_at) FROM deliveries d \
+                       WHERE d.next_at IS NOT NULL AND d.account_id = a.id) \
+         FROM a WHERE a.id IS NOT NULL ORDER BY a.id",
         params![after, most],
     )?
     .iter()
-    .map(|r| r.int(0))
+    .map(|r| Ok((r.int(0)?, r.timestamp(1)?)))
     .collect()
 }
 

@@ -10,7 +10,9 @@
 mod common;
 
 use dialtone_domain::{Money, Timestamp};
-use dialtone_store::deliveries::{self, Claimed, EXAMINED_PER_ACCOUNT, Exclusions, WALK_ACCOUNTS};
+use dialtone_store::deliveries::{
+    self, Claimed, EXAMINED_PER_ACCOUNT, Exclusions, WALK_ACCOUNTS, WALK_PROBES,
+};
 use dialtone_store::{Store, StoreOptions, events, migrate};
 
 const NOW: Timestamp = Timestamp::from_millis(1_750_000_000_000);
@@ -137,6 +139,26 @@ async fn claims_take_the_accounts_in_turn(store: &Store) {
     assert_eq!(claimed.walk_ended, made[0]);
 }
 
+async fn accounts_with_nothing_due_do_not_use_up_a_claim(store: &Store) {
+    migrate::run(store).await.unwrap();
+    // More accounts than a claim reads, each with a delivery waiting for later (a retry),
+    // then one with a delivery due.
+    let waiting = usize::try_from(WALK_PROBES).unwrap() + 10;
+    let made = accounts(store, waiting + 1).await;
+    for (i, account) in made[..waiting].iter().enumerate() {
+        let endpoint = format!("http://w{i}.example/");
+        backlog(store, *account, &endpoint, 1, NOW.plus_ms(60_000)).await;
+    }
+    backlog(store, made[waiting], "http://due.example/", 1, NOW).await;
+    let claimed = claim(store, 10, Exclusions::default(), 0, "").await;
+    assert_eq!(claimed.due.len(), 1);
+    assert_eq!(claimed.due[0].account_id, made[waiting]);
+    // Starting after it, the walk goes round and finds nothing more.
+    let claimed = claim(store, 10, Exclusions::default(), made[waiting], "").await;
+    assert!(claimed.due.is_empty());
+    assert_eq!(claimed.walk_ended, i64::MIN);
+}
+
 async fn a_claim_reads_a_bounded_part_of_an_accounts_backlog(store: &Store) {
     migrate::run(store).await.unwrap();
     let account = accounts(store, 1).await[0];
@@ -208,6 +230,23 @@ async fn postgres_a_claim_reads_a_bounded_part_of_an_accounts_backlog() {
         return;
     };
     a_claim_reads_a_bounded_part_of_an_accounts_backlog(&store).await;
+    drop(store);
+    drop(schema);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_accounts_with_nothing_due_do_not_use_up_a_claim() {
+    let (store, _dir) = common::sqlite().await;
+    accounts_with_nothing_due_do_not_use_up_a_claim(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_accounts_with_nothing_due_do_not_use_up_a_claim() {
+    let Some((store, schema)) = common::postgres("claims_waiting", &StoreOptions::default()).await
+    else {
+        return;
+    };
+    accounts_with_nothing_due_do_not_use_up_a_claim(&store).await;
     drop(store);
     drop(schema);
 }
