@@ -227,8 +227,14 @@ fn accounts_after(
     .collect()
 }
 
-/// The account's first [`EXAMINED_PER_ACCOUNT`] due deliveries, oldest first, less those of
-/// the endpoints `exclude` names and those waiting for an earlier one of their order key.
+/// The account's first [`EXAMINED_PER_ACCOUNT`] due deliveries, oldest first, that do not
+/// wait for an earlier one of their order key, less those of the endpoints `exclude` names.
+///
+/// The waiting ones are passed over before the limit, not counted in it: a delivery whose
+/// lease ran out (its node died) is due again after its successors, which wait for it; had
+/// they filled the limit, none of them would ever be read again (the crash harness found
+/// it). So the bound is on the deliveries that may go now; an account's read also steps
+/// over its waiting ones, one index lookup each.
 ///
 /// The account and the due time are bounds of one range of `deliveries_due`, written as row
 /// comparisons rather than `account_id = $2 AND next_at <= $1`: with the latter, PostgreSQL
@@ -256,12 +262,13 @@ fn due_of(
     conn.query(
         &format!(
             "SELECT s.id, s.account_id, s.endpoint FROM ( \
-             SELECT d.id, d.account_id, d.endpoint, d.next_at, d.order_key FROM deliveries d \
+             SELECT d.id, d.account_id, d.endpoint, d.next_at FROM deliveries d \
              WHERE d.next_at IS NOT NULL AND (d.account_id, d.next_at) >= ($2, $3) \
              AND (d.account_id, d.next_at) <= ($2, $1) \
+             AND (d.order_key IS NULL OR NOT EXISTS (SELECT 1 FROM deliveries p \
+                  WHERE p.order_key = d.order_key AND p.status = 'pending' AND p.id < d.id)) \
              ORDER BY d.account_id, d.next_at, d.id LIMIT {EXAMINED_PER_ACCOUNT}) s \
-             WHERE (s.order_key IS NULL OR NOT EXISTS (SELECT 1 FROM deliveries p \
-                  WHERE p.order_key = s.order_key AND p.status = 'pending' AND p.id < s.id)){filters} \
+             WHERE TRUE{filters} \
              ORDER BY s.next_at, s.id"
         ),
         &params,

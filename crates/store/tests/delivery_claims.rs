@@ -159,6 +159,68 @@ async fn accounts_with_nothing_due_do_not_use_up_a_claim(store: &Store) {
     assert_eq!(claimed.walk_ended, i64::MIN);
 }
 
+async fn a_lapsed_lease_is_reached_behind_the_deliveries_waiting_for_it(store: &Store) {
+    migrate::run(store).await.unwrap();
+    let account = accounts(store, 1).await[0];
+    // More SMS than a claim reads of one account, each with two events in order.
+    let sms = EXAMINED_PER_ACCOUNT + 20;
+    store
+        .write(move |c| {
+            let mut outbox = events::Outbox::default();
+            for i in 0..sms {
+                let key = format!("sms{i}");
+                for (step, at) in [(0, -60_000), (1, -30_000)] {
+                    let data = format!("{{\"step\":{step}}}");
+                    let when = NOW.plus_ms(at + i);
+                    let to = Some("http://sms.example/");
+                    outbox.push(account, "sms.mt.status_update", data, to, Some(&key), when);
+                }
+            }
+            outbox.flush(c)
+        })
+        .await
+        .unwrap();
+    // A node claims every first event and dies: their leases run out after the second
+    // events became due, which wait for them and come first.
+    let mut first = 0;
+    for _ in 0..4 {
+        first += claim(store, 1_000, Exclusions::default(), i64::MIN, "")
+            .await
+            .due
+            .len();
+    }
+    assert_eq!(
+        first,
+        usize::try_from(sms).unwrap(),
+        "only the first events go"
+    );
+    let later = NOW.plus_ms(30_001);
+    let claimed = store
+        .write(move |c| {
+            deliveries::claim(
+                c,
+                later,
+                30_000,
+                1_000,
+                &Exclusions::default(),
+                i64::MIN,
+                &mut |_| true,
+            )
+        })
+        .await
+        .unwrap();
+    assert!(
+        !claimed.due.is_empty(),
+        "the lapsed first events are claimed again"
+    );
+    assert!(
+        claimed
+            .due
+            .iter()
+            .all(|d| d.try_number == 1 && d.data.contains("\"step\":0"))
+    );
+}
+
 async fn a_claim_reads_a_bounded_part_of_an_accounts_backlog(store: &Store) {
     migrate::run(store).await.unwrap();
     let account = accounts(store, 1).await[0];
@@ -247,6 +309,23 @@ async fn postgres_accounts_with_nothing_due_do_not_use_up_a_claim() {
         return;
     };
     accounts_with_nothing_due_do_not_use_up_a_claim(&store).await;
+    drop(store);
+    drop(schema);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_a_lapsed_lease_is_reached_behind_the_deliveries_waiting_for_it() {
+    let (store, _dir) = common::sqlite().await;
+    a_lapsed_lease_is_reached_behind_the_deliveries_waiting_for_it(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_lapsed_lease_is_reached_behind_the_deliveries_waiting_for_it() {
+    let Some((store, schema)) = common::postgres("claims_lapsed", &StoreOptions::default()).await
+    else {
+        return;
+    };
+    a_lapsed_lease_is_reached_behind_the_deliveries_waiting_for_it(&store).await;
     drop(store);
     drop(schema);
 }
