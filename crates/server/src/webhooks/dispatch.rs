@@ -91,13 +91,25 @@ impl Planner {
 }
 
 /// The deliveries of this node.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Dispatch {
     counts: Mutex<Counts>,
     in_flight: Tally,
     /// The last account the last claim visited: the next one starts after it, so every
     /// account with due deliveries gets its turn whatever the others' backlogs.
     walk_after: AtomicI64,
+}
+
+impl Default for Dispatch {
+    /// A node's first walk starts before every account (account ids are positive; the walk
+    /// goes round only once it has passed the last).
+    fn default() -> Self {
+        Self {
+            counts: Mutex::default(),
+            in_flight: Tally::default(),
+            walk_after: AtomicI64::new(i64::MIN),
+        }
+    }
 }
 
 impl Dispatch {
