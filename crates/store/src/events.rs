@@ -149,8 +149,22 @@ impl Outbox {
     /// account to its type, and one to its extra endpoint).
     pub fn flush(&mut self, conn: &mut dyn Conn) -> Result<(), DbError> {
         let queued = std::mem::take(&mut self.queued);
-        let ids = insert_events(conn, &queued)?;
         self.read_hooks(conn, &queued)?;
+        // The events' ids are read back only when a delivery refers to one: without
+        // `RETURNING`, SQLite neither collects the rows in a temporary table nor keeps a
+        // statement journal for the insert.
+        let delivered = queued.iter().any(|e| {
+            e.extra_endpoint.is_some()
+                || self
+                    .hooks
+                    .get(&(e.account_id, e.event_type))
+                    .is_some_and(|hooks| !hooks.is_empty())
+        });
+        if !delivered {
+            insert_events(conn, &queued, false)?;
+            return Ok(());
+        }
+        let ids = insert_events(conn, &queued, true)?;
         let mut deliveries: Vec<NewDelivery<'_>> = Vec::new();
         for e in &queued {
             let id = *ids
@@ -267,12 +281,23 @@ type NewDelivery<'a> = (i64, i64, Option<i64>, &'a str, Option<String>, Timestam
 
 /// Inserts queued events, in their order; gives their ids by event id. PostgreSQL: one
 /// statement (the columns bound as arrays); SQLite: several rows to a statement.
-fn insert_events(conn: &mut dyn Conn, queued: &[Queued]) -> Result<HashMap<String, i64>, DbError> {
+/// Inserts the events; with `returning`, gives the id each was stored under, by event id
+/// (else an empty map).
+fn insert_events(
+    conn: &mut dyn Conn,
+    queued: &[Queued],
+    returning: bool,
+) -> Result<HashMap<String, i64>, DbError> {
     use crate::sql::{Columns, Item, row_chunks, values_list};
     let mut ids: HashMap<String, i64> = HashMap::with_capacity(queued.len());
     if queued.is_empty() {
         return Ok(ids);
     }
+    let returning_ids = if returning {
+        " RETURNING event_id, id"
+    } else {
+        ""
+    };
     if conn.dialect() == Dialect::Postgres {
         let columns = Columns::new()
             .text("event_id", queued.iter().map(|e| Some(e.event_id.clone())))
@@ -282,9 +307,13 @@ fn insert_events(conn: &mut dyn Conn, queued: &[Queued]) -> Result<HashMap<Strin
             .int("created", queued.iter().map(|e| Some(e.created.millis())));
         let sql = format!(
             "INSERT INTO events (event_id, account_id, type, data, created) \
-             SELECT event_id, account_id, type, data, created FROM {} ORDER BY ord RETURNING event_id, id",
+             SELECT event_id, account_id, type, data, created FROM {} ORDER BY ord{returning_ids}",
             columns.unnest_ordered("e", 1)
         );
+        if !returning {
+            conn.execute(&sql, &columns.into_params())?;
+            return Ok(ids);
+        }
         for row in conn.query(&sql, &columns.into_params())? {
             ids.insert(row.text(0)?, row.int(1)?);
         }
@@ -292,7 +321,7 @@ fn insert_events(conn: &mut dyn Conn, queued: &[Queued]) -> Result<HashMap<Strin
     }
     for chunk in row_chunks(queued) {
         let sql = format!(
-            "INSERT INTO events (event_id, account_id, type, data, created) VALUES {} RETURNING event_id, id",
+            "INSERT INTO events (event_id, account_id, type, data, created) VALUES {}{returning_ids}",
             values_list(chunk.len(), &[Item::Param; 5])
         );
         let mut params = Vec::with_capacity(chunk.len() * 5);
@@ -304,6 +333,10 @@ fn insert_events(conn: &mut dyn Conn, queued: &[Queued]) -> Result<HashMap<Strin
                 e.data.as_str().into(),
                 e.created.into(),
             ]);
+        }
+        if !returning {
+            conn.execute(&sql, &params)?;
+            continue;
         }
         for row in conn.query(&sql, &params)? {
             ids.insert(row.text(0)?, row.int(1)?);

@@ -495,9 +495,9 @@ const STATE_UPDATE: &str = "UPDATE sms SET status = v.status, status_error = v.s
 
 /// Writes the new states of moved SMS, one state per SMS (`Moves` keeps the last), with
 /// their queue rows: on PostgreSQL one statement for any number (the columns bound as
-/// arrays), on SQLite up to 64 to a statement (its queue is the `next_at` they write).
+/// arrays), on SQLite one statement a state (its queue is the `next_at` they write).
 pub fn write_states(conn: &mut dyn Conn, states: &[StateWrite]) -> Result<(), DbError> {
-    use crate::sql::{Columns, Item, row_chunks, values_list};
+    use crate::sql::Columns;
     if states.is_empty() {
         return Ok(());
     }
@@ -532,28 +532,27 @@ pub fn write_states(conn: &mut dyn Conn, states: &[StateWrite]) -> Result<(), Db
         conn.execute(&sql, &columns.into_params())?;
         return Ok(());
     }
-    let items = [Item::Param; 9];
-    for chunk in row_chunks(states) {
-        let sql = format!(
-            "WITH v(id, status, status_error, next_at, updated, sent_at, delivered_at, lines, message_ids) AS (VALUES {}) \
-             {STATE_UPDATE} FROM v WHERE sms.id = v.id",
-            values_list(chunk.len(), &items)
-        );
-        let mut params = Vec::with_capacity(chunk.len() * items.len());
-        for w in chunk {
-            params.extend([
-                w.id.into(),
-                w.status.as_str().into(),
-                w.status_error.as_str().into(),
-                w.next_at.into(),
-                w.updated.into(),
-                w.sent_at.into(),
-                w.delivered_at.into(),
-                w.history_lines.as_str().into(),
-                w.message_ids.as_deref().into(),
-            ]);
-        }
-        conn.execute(&sql, &params)?;
+    // SQLite: one prepared statement run once a state. In process there is no round trip to
+    // save, and a multi-row `UPDATE ... FROM (VALUES ...)` costs more a row: a statement
+    // text a batch size (parsed again when the size is new), the values and the join each
+    // collected in a temporary table.
+    for w in states {
+        conn.execute(
+            "UPDATE sms SET status = $1, status_error = $2, next_at = $3, updated = $4, \
+             sent_at = COALESCE(sent_at, $5), delivered_at = COALESCE(delivered_at, $6), \
+             history = history || $7, message_ids = COALESCE($8, message_ids) WHERE id = $9",
+            params![
+                w.status.as_str(),
+                w.status_error.as_str(),
+                w.next_at,
+                w.updated,
+                w.sent_at,
+                w.delivered_at,
+                w.history_lines.as_str(),
+                w.message_ids.as_deref(),
+                w.id
+            ],
+        )?;
     }
     // SQLite's queue is `next_at`, just written (migration 0033).
     Ok(())
