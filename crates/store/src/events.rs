@@ -279,10 +279,9 @@ impl Outbox {
 /// (account, event, webhook, endpoint, order key, created) of a delivery to make.
 type NewDelivery<'a> = (i64, i64, Option<i64>, &'a str, Option<String>, Timestamp);
 
-/// Inserts queued events, in their order; gives their ids by event id. PostgreSQL: one
-/// statement (the columns bound as arrays); SQLite: several rows to a statement.
-/// Inserts the events; with `returning`, gives the id each was stored under, by event id
-/// (else an empty map).
+/// Inserts queued events, in their order; with `returning`, gives the id each was stored
+/// under, by event id (else an empty map). PostgreSQL: one statement (the columns bound as
+/// arrays); SQLite: several rows to a statement.
 fn insert_events(
     conn: &mut dyn Conn,
     queued: &[Queued],
@@ -310,13 +309,7 @@ fn insert_events(
              SELECT event_id, account_id, type, data, created FROM {} ORDER BY ord{returning_ids}",
             columns.unnest_ordered("e", 1)
         );
-        if !returning {
-            conn.execute(&sql, &columns.into_params())?;
-            return Ok(ids);
-        }
-        for row in conn.query(&sql, &columns.into_params())? {
-            ids.insert(row.text(0)?, row.int(1)?);
-        }
+        run_insert(conn, &sql, &columns.into_params(), returning, &mut ids)?;
         return Ok(ids);
     }
     for chunk in row_chunks(queued) {
@@ -334,15 +327,28 @@ fn insert_events(
                 e.created.into(),
             ]);
         }
-        if !returning {
-            conn.execute(&sql, &params)?;
-            continue;
-        }
-        for row in conn.query(&sql, &params)? {
-            ids.insert(row.text(0)?, row.int(1)?);
-        }
+        run_insert(conn, &sql, &params, returning, &mut ids)?;
     }
     Ok(ids)
+}
+
+/// Runs one insert of events; with `returning` (its `RETURNING event_id, id`), notes the id
+/// of each row in `ids`.
+fn run_insert(
+    conn: &mut dyn Conn,
+    sql: &str,
+    params: &[crate::Value],
+    returning: bool,
+    ids: &mut HashMap<String, i64>,
+) -> Result<(), DbError> {
+    if !returning {
+        conn.execute(sql, params)?;
+        return Ok(());
+    }
+    for row in conn.query(sql, params)? {
+        ids.insert(row.text(0)?, row.int(1)?);
+    }
+    Ok(())
 }
 
 /// Inserts new deliveries, `pending` and due at once, in their order: PostgreSQL in one

@@ -487,7 +487,7 @@ pub fn history_line(old: &str, new: &str, at: Timestamp) -> String {
     format!("{old} {new} {}\n", at.millis())
 }
 
-/// The `UPDATE` of [`write_states`], from a table `v` of new states.
+/// The `UPDATE` of [`write_states`] on PostgreSQL, from a table `v` of new states.
 const STATE_UPDATE: &str = "UPDATE sms SET status = v.status, status_error = v.status_error, next_at = v.next_at, \
      updated = v.updated, sent_at = COALESCE(sms.sent_at, v.sent_at), \
      delivered_at = COALESCE(sms.delivered_at, v.delivered_at), history = sms.history || v.lines, \
