@@ -154,11 +154,7 @@ impl Outbox {
         // `RETURNING`, SQLite neither collects the rows in a temporary table nor keeps a
         // statement journal for the insert.
         let delivered = queued.iter().any(|e| {
-            e.extra_endpoint.is_some()
-                || self
-                    .hooks
-                    .get(&(e.account_id, e.event_type))
-                    .is_some_and(|hooks| !hooks.is_empty())
+            self.delivers(e.account_id, e.event_type, e.extra_endpoint.as_deref()) == Some(true)
         });
         if !delivered {
             insert_events(conn, &queued, false)?;
