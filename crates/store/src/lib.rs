@@ -43,6 +43,8 @@ pub mod sql;
 mod sqlite;
 pub mod tasks;
 pub mod test_schema;
+#[cfg(test)]
+mod unsynced_tests;
 mod wal_checkpoints;
 mod wal_sync;
 mod wal_writes;
@@ -182,6 +184,25 @@ impl Drop for InFlight<'_> {
     }
 }
 
+/// A commit [`Store::write_unsynced`] answered before it was on disk: what its caller waits
+/// on before acting outside the store on it.
+#[must_use = "the write may not be durable yet: wait for `synced` before acting on it"]
+pub struct Unsynced {
+    wal_sync: Option<Arc<wal_sync::WalSync>>,
+    seq: u64,
+}
+
+impl Unsynced {
+    /// Waits until the commit is on disk (at once where a commit is durable when it
+    /// returns: PostgreSQL, SQLite with `Synchronous::Normal`).
+    pub async fn synced(self) -> Result<(), DbError> {
+        match &self.wal_sync {
+            Some(wal_sync) if self.seq > 0 => wal_sync.wait(self.seq).await,
+            _ => Ok(()),
+        }
+    }
+}
+
 /// Whose writes a [`Store`] handle makes (see [`Store::background`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Lane {
@@ -208,14 +229,26 @@ impl Store {
     }
 
     fn open_blocking(url: &DatabaseUrl, options: &StoreOptions) -> Result<Self, DbError> {
+        Self::open_with(url, options, None)
+    }
+
+    /// Opens the store; on SQLite with `wal_file_sync` as the sync of its WAL when given
+    /// (tests hold it back), else [`wal_sync::WalSync::wal_file`].
+    fn open_with(
+        url: &DatabaseUrl,
+        options: &StoreOptions,
+        wal_file_sync: Option<wal_sync::SyncFn>,
+    ) -> Result<Self, DbError> {
         let (writes, background, reads, inline, checkpoints, wal_sync, dialect) = match url {
             DatabaseUrl::Sqlite(path) => {
                 let counts = Arc::new(wal_checkpoints::CheckpointCounts::default());
+                let sync = wal_file_sync.unwrap_or_else(|| wal_sync::WalSync::wal_file(path));
                 let started = sqlite::start(
                     path,
                     options.connections,
                     options.synchronous,
                     counts.clone(),
+                    sync,
                 )?;
                 let inline = sqlite::InlineReaders::new(path, options.synchronous);
                 (
@@ -309,6 +342,36 @@ impl Store {
         let f = move |conn: &mut dyn Conn| within_keyed_request(conn, keyed.as_ref(), &mut f);
         self.submit(|tx| Box::new(ClosureJob::new(Repeatable(f), tx)))
             .await
+    }
+
+    /// Like [`Store::write_repeatable`], for background work that loops on its own
+    /// writes: answered as soon as the commit returns, before the sync that makes it
+    /// durable, so its next write runs while the disk syncs (on SQLite, in the writer's
+    /// idle time, instead of in front of the requests that arrive once that sync answered
+    /// them). Nothing is shown before it is durable all the same: every read waits for the
+    /// syncs of what it saw. The caller must not act outside the store on the result (send
+    /// anything to a network, answer anyone) before [`Unsynced::synced`] returned.
+    pub async fn write_unsynced<T, E, F>(&self, f: F) -> Result<(T, Unsynced), E>
+    where
+        F: FnMut(&mut dyn Conn) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: From<DbError> + Send + 'static,
+    {
+        let keyed = idempotency::current();
+        let mut f = f;
+        let f = move |conn: &mut dyn Conn| within_keyed_request(conn, keyed.as_ref(), &mut f);
+        let value = self
+            .submit(|tx| Box::new(ClosureJob::new(Repeatable(f), tx).answered_before_sync()))
+            .await?;
+        // Answered after its commit began: every commit up to the horizon now covers it.
+        let seq = Self::read_horizon(self.wal_sync.as_deref());
+        Ok((
+            value,
+            Unsynced {
+                wal_sync: self.wal_sync.clone(),
+                seq,
+            },
+        ))
     }
 
     /// The write of a group of requests (see the `coalesce` module): repeatable, and its

@@ -34,6 +34,16 @@ pub(crate) trait Job: Send {
         false
     }
 
+    /// Whether the caller is answered as soon as the commit returns, before the sync that
+    /// makes it durable (SQLite with the WAL synced beside the writer; elsewhere a commit is
+    /// durable when it returns). Only background work that acts on nothing outside the
+    /// store before it waited for that sync asks for it (see [`Store::write_unsynced`]).
+    ///
+    /// [`Store::write_unsynced`]: crate::Store::write_unsynced
+    fn before_sync(&self) -> bool {
+        false
+    }
+
     /// Answers the caller with the outcome of the commit (after its last run).
     fn finish(self: Box<Self>, commit: Result<(), DbError>);
 }
@@ -68,6 +78,8 @@ pub(crate) struct ClosureJob<T, E, F> {
     answer: Option<tokio::sync::oneshot::Sender<Result<T, E>>>,
     /// See [`Job::grouped`].
     grouped: bool,
+    /// See [`Job::before_sync`].
+    before_sync: bool,
 }
 
 impl<T, E, F> ClosureJob<T, E, F> {
@@ -77,7 +89,14 @@ impl<T, E, F> ClosureJob<T, E, F> {
             result: None,
             answer: Some(answer),
             grouped: false,
+            before_sync: false,
         }
+    }
+
+    /// Answers the caller at the commit, before its sync (see [`Job::before_sync`]).
+    pub(crate) fn answered_before_sync(mut self) -> Self {
+        self.before_sync = true;
+        self
     }
 
     /// Marks the job as the write of a group of requests (see [`Job::grouped`]).
@@ -155,6 +174,10 @@ where
 
     fn grouped(&self) -> bool {
         self.grouped
+    }
+
+    fn before_sync(&self) -> bool {
+        self.before_sync
     }
 
     fn finish(mut self: Box<Self>, commit: Result<(), DbError>) {

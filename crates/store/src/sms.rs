@@ -630,24 +630,42 @@ pub fn due_among(conn: &mut dyn Conn, now: Timestamp, ids: &[i64]) -> Result<Vec
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let dialect = conn.dialect();
-    let (among, list) = crate::sql::in_list(dialect, "id", 2, crate::sql::ids(ids));
-    let lock = match dialect {
-        Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
-        Dialect::Sqlite => "",
-    };
-    let mut params = vec![now.into()];
-    params.extend(list);
-    conn.query(
-        &format!(
-            "SELECT {COLUMNS} FROM sms WHERE {among} AND COALESCE(next_at, 9223372036854775807) <= $1 \
-             ORDER BY next_at{lock}"
-        ),
-        &params,
-    )?
-    .iter()
-    .map(from_row)
-    .collect()
+    match conn.dialect() {
+        Dialect::Postgres => {
+            let (among, list) =
+                crate::sql::in_list(Dialect::Postgres, "id", 2, crate::sql::ids(ids));
+            let mut params = vec![now.into()];
+            params.extend(list);
+            conn.query(
+                &format!(
+                    "SELECT {COLUMNS} FROM sms WHERE {among} AND COALESCE(next_at, 9223372036854775807) <= $1 \
+                     ORDER BY next_at FOR UPDATE SKIP LOCKED"
+                ),
+                &params,
+            )?
+            .iter()
+            .map(from_row)
+            .collect()
+        }
+        // In process there is no round trip to save: one prepared lookup by key per SMS
+        // costs less than an `IN` list of them, which SQLite collects into a temporary
+        // index, and sorts, with a statement text (and a prepare) for each length of list.
+        Dialect::Sqlite => {
+            static ONE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+                format!(
+                    "SELECT {COLUMNS} FROM sms WHERE id = $1 AND COALESCE(next_at, 9223372036854775807) <= $2"
+                )
+            });
+            let mut due = Vec::with_capacity(ids.len());
+            for &id in ids {
+                if let Some(row) = conn.query_opt(&ONE, params![id, now])? {
+                    due.push(from_row(&row)?);
+                }
+            }
+            due.sort_by_key(|sms| sms.next_at);
+            Ok(due)
+        }
+    }
 }
 
 /// Filters of an SMS search.

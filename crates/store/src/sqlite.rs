@@ -235,11 +235,14 @@ pub(crate) struct Started {
 /// Opens the database file, then starts the writer, its WAL syncer (with
 /// [`Synchronous::Full`]), its checkpointer (counting its checkpoints in `counts`) and
 /// `readers` reader threads.
+/// `wal_file_sync` makes the WAL durable ([`WalSync::wal_file`]; tests hold it back to see
+/// what waits for it).
 pub(crate) fn start(
     path: &Path,
     readers: usize,
     sync: Synchronous,
     counts: Arc<CheckpointCounts>,
+    wal_file_sync: crate::wal_sync::SyncFn,
 ) -> Result<Started, DbError> {
     if let Some(dir) = path.parent()
         && !dir.as_os_str().is_empty()
@@ -252,7 +255,7 @@ pub(crate) fn start(
     let checkpoints = Checkpoints::start(&writer, checkpointer, counts)
         .map_err(|e| DbError::Other(e.to_string()))?;
     let wal_sync = match sync {
-        Synchronous::Full => Some(WalSync::start(WalSync::wal_file(path))?),
+        Synchronous::Full => Some(WalSync::start(wal_file_sync)?),
         Synchronous::Normal => None,
     };
     let (write_tx, write_rx) = crossbeam_channel::unbounded::<WriteJob>();
@@ -347,6 +350,14 @@ fn synced_writer_loop(
             c.batch("COMMIT")
         });
         if let Some((jobs, outcome)) = ended {
+            // Background work that asked for it is answered now, while the sync runs: its
+            // next batch then runs during this sync instead of in front of the requests
+            // that arrive after it. The commit is synced all the same.
+            let (early, jobs): (Vec<WriteJob>, Vec<WriteJob>) =
+                jobs.into_iter().partition(|job| job.before_sync());
+            for job in early {
+                job.finish(outcome.clone());
+            }
             wal_sync.end_commit(seq, jobs, outcome);
         }
         checkpoints.after_commit(&conn);

@@ -31,10 +31,12 @@ pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
     let walk = state.sms_hints.walk_now(now, hinted.len());
     let walk_after = state.sms_hints.walk_after();
     let st = state.clone();
-    let ((to_submit, moved, scheduled, received), oldest_due, walk_ended) = state
+    // Answered at its commit (the next tick then runs while the disk syncs this one); the
+    // submissions to real networks wait for the sync below.
+    let (((to_submit, moved, scheduled, received), oldest_due, walk_ended), unsynced) = state
         .store
         .background()
-        .write_repeatable(move |c| {
+        .write_unsynced(move |c| {
             let mut moves = Moves::default();
             let mut submit = Vec::new();
             let mut moved = 0;
@@ -109,6 +111,13 @@ pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
     if received {
         // An inbound SMS may start a run, and the other workers look for it.
         state.wake.notify_one();
+    }
+    // A lease lost with an unsynced commit would be taken again after a restart: nothing
+    // is handed to a network before the commit that leased it is on disk.
+    if to_submit.is_empty() {
+        drop(unsynced);
+    } else {
+        unsynced.synced().await?;
     }
     for submission in to_submit {
         super::submission::spawn(state, submission);
