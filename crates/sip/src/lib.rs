@@ -13,6 +13,7 @@ mod auth;
 mod call;
 pub mod cause;
 pub mod config;
+mod early_offer;
 mod inbound;
 pub mod media;
 mod network;

@@ -24,7 +24,7 @@ use crate::media::{MediaStats, Pcm, PortPool};
 use crate::node::{SipNode, StartError};
 use crate::platform::Platform;
 use crate::trunk::Trunk;
-use crate::{cause, inbound, registration};
+use crate::{cause, early_offer, inbound, registration};
 
 impl SipNode {
     /// Starts listening on `config.listen` (UDP and TCP) and `config.tls_listen`, with the
@@ -186,7 +186,14 @@ impl SipNode {
                     *call.remote_cause.lock().unwrap_or_else(|p| p.into_inner()) = reason;
                 }
                 match self.dialogs.match_dialog(tx) {
-                    Some(mut dialog) => dialog.handle(tx).await,
+                    Some(mut dialog) => {
+                        if tx.original.method == Method::Invite
+                            && !early_offer::ready(&dialog, tx).await?
+                        {
+                            return Ok(());
+                        }
+                        dialog.handle(tx).await
+                    }
                     None => tx.reply(StatusCode::CallTransactionDoesNotExist).await,
                 }
             }

@@ -234,8 +234,7 @@ pub(crate) struct Started {
 
 /// Opens the database file, then starts the writer, its WAL syncer (with
 /// [`Synchronous::Full`]), its checkpointer (counting its checkpoints in `counts`) and
-/// `readers` reader threads.
-/// `wal_file_sync` makes the WAL durable ([`WalSync::wal_file`]; tests hold it back to see
+/// `readers` reader threads. `wal_file_sync` makes the WAL durable ([`WalSync::wal_file`]; tests hold it back to see
 /// what waits for it).
 pub(crate) fn start(
     path: &Path,
