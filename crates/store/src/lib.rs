@@ -196,10 +196,16 @@ impl Unsynced {
     /// Waits until the commit is on disk (at once where a commit is durable when it
     /// returns: PostgreSQL, SQLite with `Synchronous::Normal`).
     pub async fn synced(self) -> Result<(), DbError> {
-        match &self.wal_sync {
-            Some(wal_sync) if self.seq > 0 => wal_sync.wait(self.seq).await,
-            _ => Ok(()),
-        }
+        wait_durable(self.wal_sync.as_deref(), self.seq).await
+    }
+}
+
+/// Waits until commit `seq` is on disk (see the `wal_sync` module); at once without a WAL
+/// synced beside the writer (PostgreSQL, `Synchronous::Normal`) and for `seq` 0.
+async fn wait_durable(wal_sync: Option<&wal_sync::WalSync>, seq: u64) -> Result<(), DbError> {
+    match wal_sync {
+        Some(wal_sync) if seq > 0 => wal_sync.wait(seq).await,
+        _ => Ok(()),
     }
 }
 
@@ -337,11 +343,7 @@ impl Store {
         T: Send + 'static,
         E: From<DbError> + Send + 'static,
     {
-        let keyed = idempotency::current();
-        let mut f = f;
-        let f = move |conn: &mut dyn Conn| within_keyed_request(conn, keyed.as_ref(), &mut f);
-        self.submit(|tx| Box::new(ClosureJob::new(Repeatable(f), tx)))
-            .await
+        self.submit_repeatable(f, false).await
     }
 
     /// Like [`Store::write_repeatable`], for background work that loops on its own
@@ -357,12 +359,7 @@ impl Store {
         T: Send + 'static,
         E: From<DbError> + Send + 'static,
     {
-        let keyed = idempotency::current();
-        let mut f = f;
-        let f = move |conn: &mut dyn Conn| within_keyed_request(conn, keyed.as_ref(), &mut f);
-        let value = self
-            .submit(|tx| Box::new(ClosureJob::new(Repeatable(f), tx).answered_before_sync()))
-            .await?;
+        let value = self.submit_repeatable(f, true).await?;
         // Answered after its commit began: every commit up to the horizon now covers it.
         let seq = Self::read_horizon(self.wal_sync.as_deref());
         Ok((
@@ -372,6 +369,29 @@ impl Store {
                 seq,
             },
         ))
+    }
+
+    /// Queues `f` as a repeatable write within the caller's idempotent request, if any;
+    /// answered at its commit when `before_sync` (see [`Store::write_unsynced`]), else once
+    /// that commit is durable.
+    async fn submit_repeatable<T, E, F>(&self, f: F, before_sync: bool) -> Result<T, E>
+    where
+        F: FnMut(&mut dyn Conn) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: From<DbError> + Send + 'static,
+    {
+        let keyed = idempotency::current();
+        let mut f = f;
+        let f = move |conn: &mut dyn Conn| within_keyed_request(conn, keyed.as_ref(), &mut f);
+        self.submit(|tx| {
+            let job = ClosureJob::new(Repeatable(f), tx);
+            Box::new(if before_sync {
+                job.answered_before_sync()
+            } else {
+                job
+            })
+        })
+        .await
     }
 
     /// The write of a group of requests (see the `coalesce` module): repeatable, and its
@@ -409,10 +429,7 @@ impl Store {
     /// Waits until commit `seq` is on disk (see the `wal_sync` module); at once on
     /// PostgreSQL and with [`Synchronous::Normal`].
     async fn durable(&self, seq: u64) -> Result<(), DbError> {
-        match &self.wal_sync {
-            Some(wal_sync) if seq > 0 => wal_sync.wait(seq).await,
-            _ => Ok(()),
-        }
+        wait_durable(self.wal_sync.as_deref(), seq).await
     }
 
     /// The commit a read that ends now must see durable before its result is used.

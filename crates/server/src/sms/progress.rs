@@ -114,9 +114,7 @@ pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
     }
     // A lease lost with an unsynced commit would be taken again after a restart: nothing
     // is handed to a network before the commit that leased it is on disk.
-    if to_submit.is_empty() {
-        drop(unsynced);
-    } else {
+    if !to_submit.is_empty() {
         unsynced.synced().await?;
     }
     for submission in to_submit {
