@@ -15,8 +15,8 @@ use crate::audio_files::{drain, upload};
 use crate::helpers::{Backend, TestAccount, TestApp, send};
 use crate::sms::buy;
 use crate::voice_peers::{
-    BYE_RECEIVED, BYE_SENT, Baresip, Sipp, answered_call, installed, measure, offer, refused_call,
-    tone_wav,
+    BYE_RECEIVED, BYE_SENT, Baresip, INVITE_HEAD, Sipp, answered_call, installed, measure, offer,
+    refused_call, tone_wav,
 };
 
 /// Runs a test with a SIP node on loopback and the trunks `trunks` makes, on both
@@ -57,6 +57,7 @@ sip_tests!(
     an_audio_file_is_recorded_by_phone_over_a_real_call,
     a_trunk_that_asks_for_it_is_registered_with_its_credentials,
     a_new_offer_within_the_call_is_answered_and_keys_come_by_sip_info,
+    a_new_offer_sent_before_the_ack_is_answered_once_the_ack_came,
     a_stranger_who_keeps_calling_is_no_longer_answered,
     words_spoken_by_the_neural_voice_are_recorded_and_transcribed_back,
 );
@@ -1149,6 +1150,90 @@ async fn a_new_offer_within_the_call_is_answered_and_keys_come_by_sip_info(app: 
         reinvite("sendrecv", "sendrecv", 3)
     );
     let (ok, errors) = sipp_caller(&app, &number, true, &middle).await;
+    assert!(ok, "SIPp: {errors}");
+    let run = wait_run(&app, &acct, &sid).await;
+    assert_eq!(run["variables"]["$key"]["digits"], "7", "{run}");
+}
+
+/// A far end that sends its re-INVITE before the ACK of our 2xx, on the wire: the new
+/// offer waits for the ACK (which confirms the call) and is then answered 200 with our
+/// SDP, not refused and not left unanswered (`early_offer`); the call goes on (a key by
+/// SIP INFO reaches the scenario).
+async fn a_new_offer_sent_before_the_ack_is_answered_once_the_ack_came(app: TestApp) {
+    let acct = app.account().await;
+    let script = "branches:\n  inbound-call:\n    actions:\n      - action: gather@v2\n        params: { maxDigits: 1, timeout: 20 }\n        result: $key\n      - action: hangup@v1\n";
+    let (number, sid) = number_with(&app, &acct, script).await;
+    let in_dialog = |method: &str, cseq: u32| {
+        format!(
+            r#"      {method} sip:[service]@[remote_ip]:[remote_port] SIP/2.0
+      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
+      From: <sip:+447700900999@[local_ip]:[local_port]>;tag=[pid]SIPpTag00[call_number]
+      To: <sip:[service]@[remote_ip]:[remote_port]>[peer_tag_param]
+      Call-ID: [call_id]
+      CSeq: {cseq} {method}
+      Contact: sip:sipp@[local_ip]:[local_port]
+      Max-Forwards: 70
+"#
+        )
+    };
+    let (invite, ack_first, ack_second, info) = (
+        in_dialog("INVITE", 2),
+        in_dialog("ACK", 1),
+        in_dialog("ACK", 2),
+        in_dialog("INFO", 3),
+    );
+    let scenario = format!(
+        r#"<?xml version="1.0" encoding="ISO-8859-1" ?>
+<scenario name="dialtone re-INVITE before the ACK">
+  <send retrans="500"><![CDATA[{INVITE_HEAD}{offer}
+  ]]></send>
+  <recv response="100" optional="true"/>
+  <recv response="180" optional="true"/>
+  <recv response="183" optional="true"/>
+  <recv response="200"/>
+  <send><![CDATA[
+{invite}      Content-Type: application/sdp
+      Content-Length: [len]
+
+      v=0
+      o=user1 53655765 2353687638 IN IP[local_ip_type] [local_ip]
+      s=-
+      c=IN IP[media_ip_type] [media_ip]
+      t=0 0
+      m=audio [media_port] RTP/AVP 0 101
+      a=rtpmap:0 PCMU/8000
+      a=rtpmap:101 telephone-event/8000
+      a=sendonly
+  ]]></send>
+  <send><![CDATA[
+{ack_first}      Content-Length: 0
+  ]]></send>
+  <recv response="100" optional="true"/>
+  <recv response="200">
+    <action>
+      <ereg regexp="m=audio [0-9]+ RTP/AVP 0" search_in="body" check_it="true" assign_to="sdp"/>
+      <ereg regexp="a=recvonly" search_in="body" check_it="true" assign_to="dir"/>
+    </action>
+  </recv>
+  <Reference variables="sdp,dir"/>
+  <send><![CDATA[
+{ack_second}      Content-Length: 0
+  ]]></send>
+  <send retrans="500"><![CDATA[
+{info}      Content-Type: application/dtmf-relay
+      Content-Length: [len]
+
+      Signal=7
+      Duration=160
+  ]]></send>
+  <recv response="200"/>
+{BYE_RECEIVED}</scenario>
+"#,
+        offer = offer(true),
+    );
+    let (ok, errors) = Sipp::call(&scenario, sip_addr(&app), &number, "127.0.0.1", &[])
+        .finish()
+        .await;
     assert!(ok, "SIPp: {errors}");
     let run = wait_run(&app, &acct, &sid).await;
     assert_eq!(run["variables"]["$key"]["digits"], "7", "{run}");
