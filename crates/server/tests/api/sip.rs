@@ -1077,26 +1077,26 @@ async fn a_silent_far_end_is_hung_up_after_the_media_timeout(app: TestApp) {
     assert_eq!(call["hangupSource"], "system", "{call}");
 }
 
-/// Within the call, the far end puts it on hold with a new offer (re-INVITE with
-/// `sendonly`, answered `recvonly`) and takes it back (`sendrecv`): each is answered 200
-/// with our SDP; a key sent as SIP INFO
-/// (`application/dtmf-relay`) reaches the scenario's gather.
-async fn a_new_offer_within_the_call_is_answered_and_keys_come_by_sip_info(app: TestApp) {
-    let acct = app.account().await;
-    let script = "branches:\n  inbound-call:\n    actions:\n      - action: gather@v2\n        params: { maxDigits: 1, timeout: 20 }\n        result: $key\n      - action: hangup@v1\n";
-    let (number, sid) = number_with(&app, &acct, script).await;
-    let reinvite = |direction: &str, answered: &str, cseq: u32| {
-        format!(
-            r#"  <send retrans="500"><![CDATA[
-      INVITE sip:[service]@[remote_ip]:[remote_port] SIP/2.0
+/// The start of a request of SIPp's call within its dialog (to our tag), up to its
+/// `Max-Forwards`: what follows is the request's own headers and body.
+fn in_dialog(method: &str, cseq: u32) -> String {
+    format!(
+        r#"      {method} sip:[service]@[remote_ip]:[remote_port] SIP/2.0
       Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
       From: <sip:+447700900999@[local_ip]:[local_port]>;tag=[pid]SIPpTag00[call_number]
       To: <sip:[service]@[remote_ip]:[remote_port]>[peer_tag_param]
       Call-ID: [call_id]
-      CSeq: {cseq} INVITE
+      CSeq: {cseq} {method}
       Contact: sip:sipp@[local_ip]:[local_port]
       Max-Forwards: 70
-      Content-Type: application/sdp
+"#
+    )
+}
+
+/// A new offer (re-INVITE, CSeq `cseq`) of PCMU with telephone-events in `direction`.
+fn reoffer(direction: &str, cseq: u32) -> String {
+    format!(
+        r#"{}      Content-Type: application/sdp
       Content-Length: [len]
 
       v=0
@@ -1108,7 +1108,40 @@ async fn a_new_offer_within_the_call_is_answered_and_keys_come_by_sip_info(app: 
       a=rtpmap:0 PCMU/8000
       a=rtpmap:101 telephone-event/8000
       a={direction}
+"#,
+        in_dialog("INVITE", cseq)
+    )
+}
+
+/// The key 7 sent as SIP INFO (`application/dtmf-relay`, CSeq `cseq`), and its 200.
+fn key_by_info(cseq: u32) -> String {
+    format!(
+        r#"  <send retrans="500"><![CDATA[
+{}      Content-Type: application/dtmf-relay
+      Content-Length: [len]
+
+      Signal=7
+      Duration=160
   ]]></send>
+  <recv response="200"/>
+"#,
+        in_dialog("INFO", cseq)
+    )
+}
+
+/// Within the call, the far end puts it on hold with a new offer (re-INVITE with
+/// `sendonly`, answered `recvonly`) and takes it back (`sendrecv`): each is answered 200
+/// with our SDP; a key sent as SIP INFO
+/// (`application/dtmf-relay`) reaches the scenario's gather.
+async fn a_new_offer_within_the_call_is_answered_and_keys_come_by_sip_info(app: TestApp) {
+    let acct = app.account().await;
+    let script = "branches:\n  inbound-call:\n    actions:\n      - action: gather@v2\n        params: { maxDigits: 1, timeout: 20 }\n        result: $key\n      - action: hangup@v1\n";
+    let (number, sid) = number_with(&app, &acct, script).await;
+    let reinvite = |direction: &str, answered: &str, cseq: u32| {
+        let offer = reoffer(direction, cseq);
+        format!(
+            r#"  <send retrans="500"><![CDATA[
+{offer}  ]]></send>
   <recv response="100" optional="true"/>
   <recv response="200">
     <action>
@@ -1129,21 +1162,7 @@ async fn a_new_offer_within_the_call_is_answered_and_keys_come_by_sip_info(app: 
 "#
         )
     };
-    let info = r#"  <send retrans="500"><![CDATA[
-      INFO sip:[service]@[remote_ip]:[remote_port] SIP/2.0
-      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
-      From: <sip:+447700900999@[local_ip]:[local_port]>;tag=[pid]SIPpTag00[call_number]
-      To: <sip:[service]@[remote_ip]:[remote_port]>[peer_tag_param]
-      Call-ID: [call_id]
-      CSeq: 4 INFO
-      Content-Type: application/dtmf-relay
-      Content-Length: [len]
-
-      Signal=7
-      Duration=160
-  ]]></send>
-  <recv response="200"/>
-"#;
+    let info = key_by_info(4);
     let middle = format!(
         "{}{}{info}{BYE_RECEIVED}",
         reinvite("sendonly", "recvonly", 2),
@@ -1163,24 +1182,11 @@ async fn a_new_offer_sent_before_the_ack_is_answered_once_the_ack_came(app: Test
     let acct = app.account().await;
     let script = "branches:\n  inbound-call:\n    actions:\n      - action: gather@v2\n        params: { maxDigits: 1, timeout: 20 }\n        result: $key\n      - action: hangup@v1\n";
     let (number, sid) = number_with(&app, &acct, script).await;
-    let in_dialog = |method: &str, cseq: u32| {
-        format!(
-            r#"      {method} sip:[service]@[remote_ip]:[remote_port] SIP/2.0
-      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
-      From: <sip:+447700900999@[local_ip]:[local_port]>;tag=[pid]SIPpTag00[call_number]
-      To: <sip:[service]@[remote_ip]:[remote_port]>[peer_tag_param]
-      Call-ID: [call_id]
-      CSeq: {cseq} {method}
-      Contact: sip:sipp@[local_ip]:[local_port]
-      Max-Forwards: 70
-"#
-        )
-    };
-    let (invite, ack_first, ack_second, info) = (
-        in_dialog("INVITE", 2),
+    let (offer_first, ack_first, ack_second, info) = (
+        reoffer("sendonly", 2),
         in_dialog("ACK", 1),
         in_dialog("ACK", 2),
-        in_dialog("INFO", 3),
+        key_by_info(3),
     );
     let scenario = format!(
         r#"<?xml version="1.0" encoding="ISO-8859-1" ?>
@@ -1192,19 +1198,7 @@ async fn a_new_offer_sent_before_the_ack_is_answered_once_the_ack_came(app: Test
   <recv response="183" optional="true"/>
   <recv response="200"/>
   <send><![CDATA[
-{invite}      Content-Type: application/sdp
-      Content-Length: [len]
-
-      v=0
-      o=user1 53655765 2353687638 IN IP[local_ip_type] [local_ip]
-      s=-
-      c=IN IP[media_ip_type] [media_ip]
-      t=0 0
-      m=audio [media_port] RTP/AVP 0 101
-      a=rtpmap:0 PCMU/8000
-      a=rtpmap:101 telephone-event/8000
-      a=sendonly
-  ]]></send>
+{offer_first}  ]]></send>
   <send><![CDATA[
 {ack_first}      Content-Length: 0
   ]]></send>
@@ -1219,15 +1213,7 @@ async fn a_new_offer_sent_before_the_ack_is_answered_once_the_ack_came(app: Test
   <send><![CDATA[
 {ack_second}      Content-Length: 0
   ]]></send>
-  <send retrans="500"><![CDATA[
-{info}      Content-Type: application/dtmf-relay
-      Content-Length: [len]
-
-      Signal=7
-      Duration=160
-  ]]></send>
-  <recv response="200"/>
-{BYE_RECEIVED}</scenario>
+{info}{BYE_RECEIVED}</scenario>
 "#,
         offer = offer(true),
     );
