@@ -1129,14 +1129,17 @@ fn key_by_info(cseq: u32) -> String {
     )
 }
 
+/// The scenario of the re-INVITE tests: it gathers one key (to show the call goes on
+/// after the new offer) and hangs up.
+const ONE_KEY_THEN_HANGUP: &str = "branches:\n  inbound-call:\n    actions:\n      - action: gather@v2\n        params: { maxDigits: 1, timeout: 20 }\n        result: $key\n      - action: hangup@v1\n";
+
 /// Within the call, the far end puts it on hold with a new offer (re-INVITE with
 /// `sendonly`, answered `recvonly`) and takes it back (`sendrecv`): each is answered 200
 /// with our SDP; a key sent as SIP INFO
 /// (`application/dtmf-relay`) reaches the scenario's gather.
 async fn a_new_offer_within_the_call_is_answered_and_keys_come_by_sip_info(app: TestApp) {
     let acct = app.account().await;
-    let script = "branches:\n  inbound-call:\n    actions:\n      - action: gather@v2\n        params: { maxDigits: 1, timeout: 20 }\n        result: $key\n      - action: hangup@v1\n";
-    let (number, sid) = number_with(&app, &acct, script).await;
+    let (number, sid) = number_with(&app, &acct, ONE_KEY_THEN_HANGUP).await;
     let reinvite = |direction: &str, answered: &str, cseq: u32| {
         let offer = reoffer(direction, cseq);
         format!(
@@ -1180,8 +1183,7 @@ async fn a_new_offer_within_the_call_is_answered_and_keys_come_by_sip_info(app: 
 /// SIP INFO reaches the scenario).
 async fn a_new_offer_sent_before_the_ack_is_answered_once_the_ack_came(app: TestApp) {
     let acct = app.account().await;
-    let script = "branches:\n  inbound-call:\n    actions:\n      - action: gather@v2\n        params: { maxDigits: 1, timeout: 20 }\n        result: $key\n      - action: hangup@v1\n";
-    let (number, sid) = number_with(&app, &acct, script).await;
+    let (number, sid) = number_with(&app, &acct, ONE_KEY_THEN_HANGUP).await;
     let (offer_first, ack_first, ack_second, info) = (
         reoffer("sendonly", 2),
         in_dialog("ACK", 1),
