@@ -56,13 +56,27 @@ pub(crate) async fn sms(url: &str, account_sid: &str, n: u64) -> anyhow::Result<
         let to = (done + batch).min(n);
         store
             .write(move |c| {
+                // On PostgreSQL an SMS is its message and its state (migration 0036).
+                let sql = match c.dialect() {
+                    dialtone_store::Dialect::Postgres => {
+                        "WITH m AS (INSERT INTO sms_message (sid, account_id, direction, sender, recipient, body, encoding, parts, \
+                         traffic_type, billing_debit, carrier, created) \
+                         VALUES ($1, $2, 'outbound', 'SMS', $3, 'Seeded benchmark message', 'gsm', 1, 'marketing', 450, 'simulated', $4) \
+                         RETURNING id, account_id) \
+                         INSERT INTO sms_state (sms_id, account_id, status, updated, sent_at, delivered_at) \
+                         SELECT id, account_id, 'delivered', $4, $4, $4 FROM m"
+                    }
+                    dialtone_store::Dialect::Sqlite => {
+                        "INSERT INTO sms (sid, account_id, direction, sender, recipient, body, encoding, parts, traffic_type, status, \
+                         billing_debit, carrier, created, updated, sent_at, delivered_at) \
+                         VALUES ($1, $2, 'outbound', 'SMS', $3, 'Seeded benchmark message', 'gsm', 1, 'marketing', 'delivered', 450, 'simulated', $4, $4, $4, $4)"
+                    }
+                };
                 for i in from..to {
                     let created = start + i as i64 * span;
                     let sid = format!("s{i:07}");
                     c.execute(
-                        "INSERT INTO sms (sid, account_id, direction, sender, recipient, body, encoding, parts, traffic_type, status, \
-                         billing_debit, carrier, created, updated, sent_at, delivered_at) \
-                         VALUES ($1, $2, 'outbound', 'SMS', $3, 'Seeded benchmark message', 'gsm', 1, 'marketing', 'delivered', 450, 'simulated', $4, $4, $4, $4)",
+                        sql,
                         params![sid, id, format!("+33612000{:03}", i % 1000), created],
                     )?;
                 }
@@ -71,7 +85,8 @@ pub(crate) async fn sms(url: &str, account_sid: &str, n: u64) -> anyhow::Result<
             .await?;
         done = to;
     }
-    analyze(&store, "sms").await
+    analyze(&store, "sms_message").await?;
+    analyze(&store, "sms_state").await
 }
 
 /// Gathers the planner's statistics of `table` on PostgreSQL, as its autovacuum does a while

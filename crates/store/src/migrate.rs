@@ -61,6 +61,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(33, "0033_sms_queue_on_sms"),
     migration!(34, "0034_deliveries_due_keyset"),
     migration!(35, "0035_deliveries_due_by_account"),
+    migration!(36, "0036_sms_state"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

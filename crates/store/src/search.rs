@@ -174,12 +174,44 @@ pub fn newest_first_within(
             stopped_at: None,
         });
     };
+    newest_first_within_joined(
+        conn,
+        columns,
+        "",
+        indexed,
+        narrow,
+        time_column,
+        id_column,
+        keyset,
+        window,
+    )
+}
+
+/// [`newest_first_within`] whose window (`w`, the rows of `indexed`) is joined to more
+/// tables (`joined`, e.g. ` JOIN t s ON s.key = w.id`) for the columns and conditions the
+/// window's own table lacks: the window is read from its index alone, and only its rows are
+/// joined, instead of every row the index holds. `columns` and the conditions of `narrow`
+/// name their tables where a name would be ambiguous.
+#[allow(clippy::too_many_arguments)]
+pub fn newest_first_within_joined(
+    conn: &mut dyn Conn,
+    columns: &str,
+    joined: &str,
+    indexed: &SqlBuilder,
+    narrow: &dyn Fn(&mut SqlBuilder),
+    time_column: Option<&str>,
+    id_column: &str,
+    keyset: &Keyset,
+    window: i64,
+) -> Result<Scanned<Row>, DbError> {
     let order = newest_order(time_column, id_column);
     let mut params = indexed.params().to_vec();
     let mut from = indexed.sql().to_owned();
     after_keyset(&mut from, &mut params, time_column, id_column, keyset);
     let mut q = SqlBuilder::continuing(
-        format!("SELECT {columns} FROM (SELECT * {from}{order} LIMIT {window}) w WHERE 1 = 1"),
+        format!(
+            "SELECT {columns} FROM (SELECT * {from}{order} LIMIT {window}) w{joined} WHERE 1 = 1"
+        ),
         params.clone(),
     );
     narrow(&mut q);

@@ -260,26 +260,43 @@ pub fn delete_new(conn: &mut dyn Conn, ids: &[i64]) -> Result<(), DbError> {
     if ids.is_empty() {
         return Ok(());
     }
-    let (among, params) = crate::sql::in_list(conn.dialect(), "id", 1, crate::sql::ids(ids));
-    conn.execute(&format!("DELETE FROM sms WHERE {among}"), &params)?;
-    // Leaving the queue: the account is not written.
-    let gone: Vec<crate::sms_queue::Entry> = ids.iter().map(|&id| (id, 0, None)).collect();
-    crate::sms_queue::set(conn, &gone)
+    let dialect = conn.dialect();
+    let (among, params) = crate::sql::in_list(dialect, "id", 1, crate::sql::ids(ids));
+    let sql = match dialect {
+        // Its message and its state (which is its queue row), in one statement.
+        Dialect::Postgres => {
+            let (state_among, _) = crate::sql::in_list(dialect, "sms_id", 1, crate::sql::ids(ids));
+            format!(
+                "WITH state AS (DELETE FROM sms_state WHERE {state_among}) \
+                 DELETE FROM sms_message WHERE {among}"
+            )
+        }
+        // SQLite's queue is the SMS's `next_at` (migration 0033).
+        Dialect::Sqlite => format!("DELETE FROM sms WHERE {among}"),
+    };
+    conn.execute(&sql, &params)?;
+    Ok(())
 }
 
-/// Sets when the worker next acts on an SMS of `account_id` (a lease, a retry; `None`:
-/// never).
-pub fn reschedule(
-    conn: &mut dyn Conn,
-    id: i64,
-    account_id: i64,
-    next_at: Option<Timestamp>,
-) -> Result<(), DbError> {
-    conn.execute(
-        "UPDATE sms SET next_at = $1 WHERE id = $2",
-        params![next_at, id],
-    )?;
-    crate::sms_queue::set(conn, &[(id, account_id, next_at)])
+/// Sets when the worker next acts on an SMS (a lease, a retry; `None`: never). That time is
+/// the SMS's place in the worker's queue too (`sms_queue`).
+pub fn reschedule(conn: &mut dyn Conn, id: i64, next_at: Option<Timestamp>) -> Result<(), DbError> {
+    let sql = match conn.dialect() {
+        Dialect::Postgres => "UPDATE sms_state SET next_at = $1 WHERE sms_id = $2",
+        Dialect::Sqlite => "UPDATE sms SET next_at = $1 WHERE id = $2",
+    };
+    conn.execute(sql, params![next_at, id])?;
+    Ok(())
+}
+
+/// Records the network's ids of the parts of an SMS it took (kept for its receipts).
+pub fn set_message_ids(conn: &mut dyn Conn, id: i64, message_ids: &str) -> Result<(), DbError> {
+    let sql = match conn.dialect() {
+        Dialect::Postgres => "UPDATE sms_state SET message_ids = $1 WHERE sms_id = $2",
+        Dialect::Sqlite => "UPDATE sms SET message_ids = $1 WHERE id = $2",
+    };
+    conn.execute(sql, params![message_ids, id])?;
+    Ok(())
 }
 
 /// One SMS with the sid given; `None` when the sid was taken.
@@ -321,7 +338,8 @@ fn insert_one(
     )
 }
 
-/// [`insert_many`] on PostgreSQL: one `INSERT ... SELECT FROM UNNEST(...)`; the id of each
+/// [`insert_many`] on PostgreSQL: one statement inserting from `UNNEST(...)` each SMS's
+/// message (`sms_message`) and its state (`sms_state`, its queue row too); the id of each
 /// row, `None` where its sid was taken (matched by sid: `RETURNING` promises no order).
 fn insert_unnested(
     conn: &mut dyn Conn,
@@ -365,15 +383,24 @@ fn insert_unnested(
             "message_ids",
             rows.iter().map(|(sid, n, _)| n.message_ids(sid)),
         );
-    // The SMS and their queue rows (`sms_queue`) in one statement.
+    // The SMS's messages and states in one statement. Each row is given its id first (the
+    // same sequence as the message's identity), so its state is written by that id: a sid
+    // given twice is written once, and only the state of the row whose message was written
+    // (the id `ins` returns) goes with it.
     let sql = format!(
-        "WITH ins AS (INSERT INTO sms ({INSERT_COLUMNS}) \
-         SELECT sid, account_id, direction, sender, recipient, body, encoding, parts, traffic_type, status, \
-         user_data, flash, webhook_url, billing_debit, carrier, next_at, created, updated, delivered_at, history, message_ids FROM {} \
-         ON CONFLICT (sid) DO NOTHING RETURNING id, sid, next_at, account_id), \
-         queued AS (INSERT INTO sms_queue (sms_id, account_id, due_at) SELECT id, account_id, next_at FROM ins WHERE next_at IS NOT NULL) \
+        "WITH t AS (SELECT nextval('sms_message_id_seq') AS id, * FROM {}), \
+         ins AS (INSERT INTO sms_message (id, sid, account_id, direction, sender, recipient, body, \
+         encoding, parts, traffic_type, user_data, flash, webhook_url, billing_debit, carrier, created) \
+         OVERRIDING SYSTEM VALUE \
+         SELECT id, sid, account_id, direction, sender, recipient, body, encoding, parts, traffic_type, \
+         user_data, flash, webhook_url, billing_debit, carrier, created FROM t \
+         ON CONFLICT (sid) DO NOTHING RETURNING id, sid), \
+         state AS (INSERT INTO sms_state (sms_id, account_id, status, message_ids, next_at, updated, \
+         delivered_at, history) \
+         SELECT id, account_id, status, message_ids, next_at, updated, delivered_at, history FROM t \
+         WHERE id IN (SELECT id FROM ins)) \
          SELECT id, sid FROM ins",
-        columns.unnest("t", 1)
+        columns.unnest("u", 1)
     );
     let mut by_sid = std::collections::HashMap::with_capacity(rows.len());
     for row in conn.query(&sql, &columns.into_params())? {
@@ -406,20 +433,56 @@ pub fn by_id(conn: &mut dyn Conn, id: i64) -> Result<Option<Sms>, DbError> {
     .transpose()
 }
 
+/// The columns of an SMS ([`COLUMNS`]) on PostgreSQL named with their tables: the state's
+/// from `s` (`sms_state`), the message's from `message` (`sms_message` or a window of it),
+/// for the statements that join the two tables themselves instead of reading the view `sms`.
+fn qualified_columns(message: &str) -> String {
+    const STATE: [&str; 7] = [
+        "status",
+        "status_error",
+        "next_at",
+        "updated",
+        "sent_at",
+        "delivered_at",
+        "history",
+    ];
+    COLUMNS
+        .split(", ")
+        .map(|c| {
+            let table = if STATE.contains(&c) { "s" } else { message };
+            format!("{table}.{c}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The columns of an SMS and the join of its two tables on PostgreSQL (`sms_message m`,
+/// `sms_state s`, migration 0036), for the statements that lock an SMS: they lock its
+/// state (`FOR UPDATE OF s`), which is all a move writes. Through the view `sms` a lock
+/// would take the message's row too, a write (and WAL) of a row nothing changes. A locking
+/// read at the top of the statement reads the state as it is once locked (PostgreSQL reads
+/// a row again that changed before its lock was taken).
+static STATE_LOCKING: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "{} FROM sms_message m JOIN sms_state s ON s.sms_id = m.id",
+        qualified_columns("m")
+    )
+});
+
 /// An SMS by its internal key, locked until the transaction ends (on PostgreSQL; SQLite's
 /// single writer serialises anyway): what moves an SMS outside the worker's claim (a
 /// receipt, the end of a submission) reads it so, and so sees the other's move.
 pub fn by_id_locked(conn: &mut dyn Conn, id: i64) -> Result<Option<Sms>, DbError> {
-    let lock = match conn.dialect() {
-        Dialect::Postgres => " FOR UPDATE",
-        Dialect::Sqlite => "",
+    let sql = match conn.dialect() {
+        Dialect::Postgres => format!(
+            "SELECT {} WHERE s.sms_id = $1 FOR UPDATE OF s",
+            *STATE_LOCKING
+        ),
+        Dialect::Sqlite => format!("SELECT {COLUMNS} FROM sms WHERE id = $1"),
     };
-    conn.query_opt(
-        &format!("SELECT {COLUMNS} FROM sms WHERE id = $1{lock}"),
-        params![id],
-    )?
-    .map(|r| from_row(&r))
-    .transpose()
+    conn.query_opt(&sql, params![id])?
+        .map(|r| from_row(&r))
+        .transpose()
 }
 
 /// One status move.
@@ -462,7 +525,7 @@ pub fn parse_history(text: &str) -> Result<Vec<StatusChange>, DbError> {
 pub struct StateWrite {
     /// Internal key of the SMS.
     pub id: i64,
-    /// Its account (the queue's row is the account's: `sms_queue`).
+    /// Its account (the worker's hint of when it is next due is kept by account).
     pub account_id: i64,
     /// Status after the moves.
     pub status: String,
@@ -487,15 +550,16 @@ pub fn history_line(old: &str, new: &str, at: Timestamp) -> String {
     format!("{old} {new} {}\n", at.millis())
 }
 
-/// The `UPDATE` of [`write_states`] on PostgreSQL, from a table `v` of new states.
-const STATE_UPDATE: &str = "UPDATE sms SET status = v.status, status_error = v.status_error, next_at = v.next_at, \
-     updated = v.updated, sent_at = COALESCE(sms.sent_at, v.sent_at), \
-     delivered_at = COALESCE(sms.delivered_at, v.delivered_at), history = sms.history || v.lines, \
-     message_ids = COALESCE(v.message_ids, sms.message_ids)";
+/// The `UPDATE` of [`write_states`] on PostgreSQL, from a table `v` of new states: the SMS's
+/// state row alone (its message is not written), which is also its queue row.
+const STATE_UPDATE: &str = "UPDATE sms_state s SET status = v.status, status_error = v.status_error, \
+     next_at = v.next_at, updated = v.updated, sent_at = COALESCE(s.sent_at, v.sent_at), \
+     delivered_at = COALESCE(s.delivered_at, v.delivered_at), history = s.history || v.lines, \
+     message_ids = COALESCE(v.message_ids, s.message_ids)";
 
-/// Writes the new states of moved SMS, one state per SMS (`Moves` keeps the last), with
-/// their queue rows: on PostgreSQL one statement for any number (the columns bound as
-/// arrays), on SQLite one statement a state (its queue is the `next_at` they write).
+/// Writes the new states of moved SMS, one state per SMS (`Moves` keeps the last), which are
+/// their places in the queue too: on PostgreSQL one statement for any number (the columns
+/// bound as arrays), on SQLite one statement a state.
 pub fn write_states(conn: &mut dyn Conn, states: &[StateWrite]) -> Result<(), DbError> {
     use crate::sql::Columns;
     if states.is_empty() {
@@ -507,7 +571,6 @@ pub fn write_states(conn: &mut dyn Conn, states: &[StateWrite]) -> Result<(), Db
         };
         let columns = Columns::new()
             .int("id", states.iter().map(|w| Some(w.id)))
-            .int("account_id", states.iter().map(|w| Some(w.account_id)))
             .text("status", states.iter().map(|w| Some(w.status.clone())))
             .text(
                 "status_error",
@@ -522,12 +585,9 @@ pub fn write_states(conn: &mut dyn Conn, states: &[StateWrite]) -> Result<(), Db
                 states.iter().map(|w| Some(w.history_lines.clone())),
             )
             .text("message_ids", states.iter().map(|w| w.message_ids.clone()));
-        // The states and the queue (`sms_queue`) in one statement.
         let sql = format!(
-            "WITH v AS (SELECT * FROM {}), \
-             moved AS ({STATE_UPDATE} FROM v WHERE sms.id = v.id), {}",
-            columns.unnest("u", 1),
-            crate::sms_queue::upsert_from("next_at")
+            "{STATE_UPDATE} FROM {} WHERE s.sms_id = v.id",
+            columns.unnest("v", 1)
         );
         conn.execute(&sql, &columns.into_params())?;
         return Ok(());
@@ -597,10 +657,11 @@ pub fn unsent_of_network(
 
 /// Moves an SMS to another network (its own is gone).
 pub fn set_carrier(conn: &mut dyn Conn, id: i64, carrier: &str) -> Result<(), DbError> {
-    conn.execute(
-        "UPDATE sms SET carrier = $1 WHERE id = $2",
-        params![carrier, id],
-    )?;
+    let sql = match conn.dialect() {
+        Dialect::Postgres => "UPDATE sms_message SET carrier = $1 WHERE id = $2",
+        Dialect::Sqlite => "UPDATE sms SET carrier = $1 WHERE id = $2",
+    };
+    conn.execute(sql, params![carrier, id])?;
     Ok(())
 }
 
@@ -633,13 +694,14 @@ pub fn due_among(conn: &mut dyn Conn, now: Timestamp, ids: &[i64]) -> Result<Vec
     match conn.dialect() {
         Dialect::Postgres => {
             let (among, list) =
-                crate::sql::in_list(Dialect::Postgres, "id", 2, crate::sql::ids(ids));
+                crate::sql::in_list(Dialect::Postgres, "sms_id", 2, crate::sql::ids(ids));
             let mut params = vec![now.into()];
             params.extend(list);
             conn.query(
                 &format!(
-                    "SELECT {COLUMNS} FROM sms WHERE {among} AND COALESCE(next_at, 9223372036854775807) <= $1 \
-                     ORDER BY next_at FOR UPDATE SKIP LOCKED"
+                    "SELECT {} WHERE s.{among} AND s.next_at <= $1 \
+                     ORDER BY s.next_at FOR UPDATE OF s SKIP LOCKED",
+                    *STATE_LOCKING
                 ),
                 &params,
             )?
@@ -689,9 +751,11 @@ pub struct SmsFilter {
     pub status: Option<String>,
 }
 
-/// The conditions an index serves: account, direction, time, recipient.
-fn indexed(account_id: i64, f: &SmsFilter) -> SqlBuilder {
-    let mut q = SqlBuilder::new("FROM sms WHERE account_id = ");
+/// The conditions an index serves: account, direction, time, recipient; of the SMS in
+/// `table` (`sms`, or on PostgreSQL `sms_message`, which holds those columns and their
+/// indexes).
+fn indexed(table: &str, account_id: i64, f: &SmsFilter) -> SqlBuilder {
+    let mut q = SqlBuilder::new(&format!("FROM {table} WHERE account_id = "));
     q.bind(account_id);
     q.push(" AND direction = ").bind(f.direction.as_str());
     if let Some(t) = f.created_after {
@@ -733,7 +797,7 @@ impl SmsFilter {
 }
 
 fn filtered(conn: &mut dyn Conn, account_id: i64, f: &SmsFilter) -> SqlBuilder {
-    let mut q = indexed(account_id, f);
+    let mut q = indexed("sms", account_id, f);
     f.narrow(&mut q, conn.dialect());
     q
 }
@@ -861,15 +925,34 @@ pub fn newest(
 ) -> Result<search::Scanned<Sms>, DbError> {
     let dialect = conn.dialect();
     let narrow = |q: &mut SqlBuilder| f.narrow(q, dialect);
-    let scanned = search::newest_first_within(
-        conn,
-        COLUMNS,
-        &indexed(account_id, f),
-        f.narrows().then_some(&narrow as &dyn Fn(&mut SqlBuilder)),
-        Some("created"),
-        "id",
-        keyset,
-        search::SCAN_WINDOW,
-    )?;
+    // On PostgreSQL a filtered page reads its window from `sms_message` alone and joins
+    // each SMS's state to the window's rows only: through the view, the window (up to
+    // `SCAN_WINDOW` rows) and the read of where it ended each joined every row they passed.
+    let scanned = if dialect == Dialect::Postgres && f.narrows() {
+        static WINDOW_COLUMNS: std::sync::LazyLock<String> =
+            std::sync::LazyLock::new(|| qualified_columns("w"));
+        search::newest_first_within_joined(
+            conn,
+            &WINDOW_COLUMNS,
+            " JOIN sms_state s ON s.sms_id = w.id",
+            &indexed("sms_message", account_id, f),
+            &narrow,
+            Some("created"),
+            "id",
+            keyset,
+            search::SCAN_WINDOW,
+        )?
+    } else {
+        search::newest_first_within(
+            conn,
+            COLUMNS,
+            &indexed("sms", account_id, f),
+            f.narrows().then_some(&narrow as &dyn Fn(&mut SqlBuilder)),
+            Some("created"),
+            "id",
+            keyset,
+            search::SCAN_WINDOW,
+        )?
+    };
     scanned.try_map(from_row)
 }

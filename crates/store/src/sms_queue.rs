@@ -1,23 +1,19 @@
-//! The SMS worker's queue: each SMS with a next step, by when it is due (`sms_queue`,
-//! migration 0029), written with every change of the SMS's `next_at`: a table of its own on
-//! PostgreSQL; on SQLite a view of `sms.next_at` over a partial index by account (migration
-//! 0033), so a move there writes the SMS's row and nothing else.
+//! The SMS worker's queue: each SMS with a next step, by when it is due (`sms_queue`), a view
+//! of the SMS's own `next_at` over a partial index by account: on SQLite of `sms.next_at`
+//! (migration 0033), on PostgreSQL of `sms_state.next_at` (migration 0036). A move writes
+//! the SMS's state and, with it, its place here; nothing in this module writes.
 //!
-//! Why apart from `sms`: every status move of an SMS changes when it is next due. Were that
-//! time indexed on `sms` itself (as it was), no move could be a HOT update on PostgreSQL: each
-//! would write a new entry in every index of the table (five) and leave as many dead. With
-//! the due time indexed here only, a move rewrites the SMS's row on its own page with no
-//! index entry (the table keeps room for it: `fillfactor`), and its queue row, narrow with two
-//! indexes, is what changes index entries. `sms.next_at` stays the SMS's own record of it
-//! (`due_among` reads it by primary key); this table is what finds SMS by due time.
-//!
-//! Why not on SQLite: it has no HOT updates, so a separate queue only added work. Each move
-//! rewrote the SMS's row, then upserted its queue row (a second B-tree and its index, a
-//! statement of its own): about a tenth of the writer's time and of each commit's pages
-//! under an SMS load (docs/benchmarks.md). There `sms_due_by_account (account_id, next_at)
-//! WHERE next_at IS NOT NULL` does the queue index's work, and the view `sms_queue` keeps its
-//! name and columns for the walk and every other reader (its `INDEXED BY` makes a reader the
-//! index cannot serve fail at once instead of scanning `sms`).
+//! How it came to be so: every status move of an SMS changes when it is next due. Indexed
+//! on PostgreSQL's whole `sms` row (as it first was), no move could be a HOT update: each
+//! wrote a new entry in each of the table's five indexes. A queue table apart (migration
+//! 0029) made the row's update HOT, but a move then wrote two row versions, the SMS's and its
+//! queue row's (28 us a move under load). Now the moving state is a narrow row of its own
+//! (`sms_state`: status, due time, times, history) that is also the queue row: one row
+//! version a move, with an entry in each of its two indexes (docs/benchmarks.md). On SQLite,
+//! which has no HOT updates, a queue apart only added work (about a tenth of the writer's
+//! time under an SMS load); there `sms_due_by_account (account_id, next_at) WHERE next_at IS
+//! NOT NULL` does the queue index's work (the view's `INDEXED BY` makes a reader the index
+//! cannot serve fail at once instead of scanning `sms`).
 //!
 //! Why by account (migration 0031): the worker takes a batch of due SMS a transaction, and
 //! taken strictly by due time one account's backlog (a burst faster than the moves keep up
@@ -32,65 +28,7 @@ use std::collections::{HashSet, VecDeque};
 use dialtone_domain::Timestamp;
 
 use crate::params;
-use crate::sql::{Columns, Conn, DbError, Dialect, Value};
-
-/// One SMS's place in the queue: its id, its account, and when it is next due (`None`:
-/// never, it leaves the queue).
-pub type Entry = (i64, i64, Option<Timestamp>);
-
-/// Sets when each SMS is next due, beside the SMS's own `next_at` that the caller writes.
-/// An SMS given twice takes its last time. Only PostgreSQL has a queue table to write: on
-/// SQLite `sms_queue` is a view of `sms.next_at` (migration 0033).
-pub fn set(conn: &mut dyn Conn, due: &[Entry]) -> Result<(), DbError> {
-    // SQLite's queue is the SMS's own `next_at`, which the caller writes in the same
-    // transaction (migration 0033).
-    if due.is_empty() || conn.dialect() == Dialect::Sqlite {
-        return Ok(());
-    }
-    // One row per SMS (an upsert may not touch a row twice), its last time.
-    let mut last: Vec<Entry> = Vec::with_capacity(due.len());
-    let mut at = std::collections::HashMap::with_capacity(due.len());
-    for &entry in due {
-        match at.get(&entry.0) {
-            Some(&i) => last[i] = entry,
-            None => {
-                at.insert(entry.0, last.len());
-                last.push(entry);
-            }
-        }
-    }
-    let columns = Columns::new()
-        .int("id", last.iter().map(|&(id, _, _)| Some(id)))
-        .int(
-            "account_id",
-            last.iter().map(|&(_, account, _)| Some(account)),
-        )
-        .int(
-            "due_at",
-            last.iter().map(|&(_, _, t)| t.map(Timestamp::millis)),
-        );
-    let sql = format!(
-        "WITH v AS (SELECT * FROM {}), {}",
-        columns.unnest("u", 1),
-        upsert_from("due_at")
-    );
-    conn.execute(&sql, &columns.into_params())?;
-    Ok(())
-}
-
-/// The end of a PostgreSQL statement that writes the queue from a table `v` of SMS (`id`,
-/// `account_id`, and their next due time in column `due`, null for an SMS that leaves the
-/// queue), after the statement's own `WITH v AS (...), ...`: the SMS that leave are deleted,
-/// the others inserted or given their new time. [`set`] and `sms::write_states` (the states
-/// and the queue in one statement) both end with it.
-pub(crate) fn upsert_from(due: &str) -> String {
-    format!(
-        "gone AS (DELETE FROM sms_queue q USING v WHERE q.sms_id = v.id AND v.{due} IS NULL) \
-         INSERT INTO sms_queue (sms_id, account_id, due_at) \
-         SELECT id, account_id, {due} FROM v WHERE {due} IS NOT NULL \
-         ON CONFLICT (sms_id) DO UPDATE SET due_at = EXCLUDED.due_at"
-    )
-}
+use crate::sql::{Conn, DbError, Dialect, Value};
 
 /// Most rounds of offers one walk asks for ([`due_ids`]): each asks the accounts that may
 /// have more for an even share of what the batch still needs. SMS the caller skips can

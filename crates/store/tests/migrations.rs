@@ -498,6 +498,9 @@ async fn queued_sms_gain_their_account(store: &Store) {
             (ids[2], accounts[0], 2)
         ]
     );
+    // The walk is today's code, on today's schema (on PostgreSQL the queue became the SMS's
+    // state in migration 36): the accounts migration 31 gave stay with their SMS.
+    migrate::run(store).await.expect("migrate to the last");
     // A batch of two: one of each account, the first account's soonest.
     let (found, last) = store
         .write(|c| {
@@ -521,10 +524,11 @@ both!(queued_sms_gain_their_account, "queueaccounts");
 
 /// Migration 0033: on SQLite the queue table becomes a view of `sms.next_at`; an SMS queued
 /// before it is still due after it, a reschedule moves it, and an SMS with no next step is
-/// not queued. On PostgreSQL the table stays: the same holds through it.
+/// not queued. On PostgreSQL the table stays until migration 36: the same holds through
+/// both.
 async fn queued_sms_stay_due_when_the_queue_becomes_their_own(store: &Store) {
     migrate::run_to(store, 32).await.expect("migrate to 32");
-    let (owner, ids) = store
+    let (_, ids) = store
         .write(|c| {
             let owner = account(c, 0)?;
             let mut ids = Vec::new();
@@ -549,6 +553,9 @@ async fn queued_sms_stay_due_when_the_queue_becomes_their_own(store: &Store) {
         .await
         .expect("fill as release 32 did");
     assert_eq!(migrate::run_to(store, 33).await.expect("migrate"), vec![33]);
+    // The reads and writes below are today's code, on today's schema (migration 36 on
+    // PostgreSQL): what 33 kept of the queue goes on through it.
+    migrate::run(store).await.expect("migrate to the last");
     let due = |at: i64| async move {
         let (found, _) = store
             .write(move |c| {
@@ -576,10 +583,9 @@ async fn queued_sms_stay_due_when_the_queue_becomes_their_own(store: &Store) {
             dialtone_store::sms::reschedule(
                 c,
                 first,
-                owner,
                 Some(dialtone_domain::Timestamp::from_millis(9)),
             )?;
-            dialtone_store::sms::reschedule(c, second, owner, None)
+            dialtone_store::sms::reschedule(c, second, None)
         })
         .await
         .expect("reschedule");
@@ -598,3 +604,166 @@ both!(
     queued_sms_stay_due_when_the_queue_becomes_their_own,
     "queueown"
 );
+
+/// Migration 0036: on PostgreSQL each SMS splits into its message (`sms_message`) and its
+/// moving state (`sms_state`, its queue row too). An SMS stored before it reads the same
+/// after it, a queued one is still due and moves, one with no next step is not queued, and
+/// SMS stored after it take ids after the earlier ones'. On SQLite nothing changes: the same
+/// holds.
+async fn sms_split_into_message_and_state(store: &Store) {
+    migrate::run_to(store, 35).await.expect("migrate to 35");
+    let (owner, ids) = store
+        .write(|c| {
+            let owner = account(c, 0)?;
+            let mut ids = Vec::new();
+            for (n, (status, next_at, delivered_at)) in [
+                ("sent", Some(7i64), None),
+                ("delivered", None, Some(5i64)),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let id = c
+                    .query_one(
+                        "INSERT INTO sms (sid, account_id, direction, sender, recipient, body, encoding, parts, status, status_error, carrier, message_ids, next_at, created, updated, sent_at, delivered_at, history) \
+                         VALUES ($1, $2, 'outbound', 'SMS', '+447700900555', 'hi there', 'gsm', 1, $3, '', 'simulated', 'm-1', $4, 1, 4, 2, $5, $6) RETURNING id",
+                        params![
+                            format!("sms{n}"),
+                            owner,
+                            status,
+                            next_at,
+                            delivered_at,
+                            format!("created pending 1\npending sent 2\n{}", if delivered_at.is_some() { "sent delivered 5\n" } else { "" })
+                        ],
+                    )?
+                    .int(0)?;
+                // SQLite's queue is already the SMS's `next_at` (migration 33).
+                if let (Some(at), dialtone_store::Dialect::Postgres) = (next_at, c.dialect()) {
+                    c.execute(
+                        "INSERT INTO sms_queue (sms_id, account_id, due_at) VALUES ($1, $2, $3)",
+                        params![id, owner, at],
+                    )?;
+                }
+                ids.push(id);
+            }
+            Ok::<_, DbError>((owner, ids))
+        })
+        .await
+        .expect("fill as release 35 did");
+    assert_eq!(migrate::run_to(store, 36).await.expect("migrate"), vec![36]);
+    let read = |id: i64| async move {
+        store
+            .read(move |c| sms::by_id(c, id))
+            .await
+            .expect("read")
+            .expect("still there")
+    };
+    let first = read(ids[0]).await;
+    assert_eq!(
+        (first.account_id, first.body.as_str(), first.status.as_str()),
+        (owner, "hi there", "sent")
+    );
+    assert_eq!(
+        (
+            first.next_at,
+            first.updated,
+            first.sent_at,
+            first.delivered_at
+        ),
+        (
+            Some(Timestamp::from_millis(7)),
+            Timestamp::from_millis(4),
+            Some(Timestamp::from_millis(2)),
+            None
+        )
+    );
+    assert_eq!(first.history.len(), 2, "its moves kept");
+    let second = read(ids[1]).await;
+    assert_eq!(
+        (second.status.as_str(), second.next_at, second.history.len()),
+        ("delivered", None, 3)
+    );
+    let due = |at: i64| async move {
+        store
+            .write(move |c| {
+                sms::due(
+                    c,
+                    Timestamp::from_millis(at),
+                    10,
+                    0,
+                    &std::collections::HashSet::new(),
+                )
+            })
+            .await
+            .expect("walk")
+            .0
+            .iter()
+            .map(|s| s.id)
+            .collect::<Vec<i64>>()
+    };
+    assert_eq!(due(6).await, Vec::<i64>::new(), "not due yet");
+    assert_eq!(due(7).await, [ids[0]], "queued, and alone");
+    // A move: delivered, out of the queue, its line added to the history.
+    let id = ids[0];
+    store
+        .write(move |c| {
+            sms::write_states(
+                c,
+                &[sms::StateWrite {
+                    id,
+                    account_id: owner,
+                    status: "delivered".into(),
+                    status_error: String::new(),
+                    next_at: None,
+                    updated: Timestamp::from_millis(8),
+                    sent_at: Some(Timestamp::from_millis(99)),
+                    delivered_at: Some(Timestamp::from_millis(8)),
+                    history_lines: sms::history_line(
+                        "sent",
+                        "delivered",
+                        Timestamp::from_millis(8),
+                    ),
+                    message_ids: None,
+                }],
+            )
+        })
+        .await
+        .expect("move");
+    let moved = read(ids[0]).await;
+    assert_eq!(
+        (
+            moved.status.as_str(),
+            moved.next_at,
+            moved.sent_at,
+            moved.history.len()
+        ),
+        ("delivered", None, Some(Timestamp::from_millis(2)), 3),
+        "the first send time kept"
+    );
+    assert_eq!(due(100).await, Vec::<i64>::new(), "left the queue");
+    // An SMS stored now: an id after the earlier ones', queued by its due time.
+    let stored = store
+        .write(move |c| {
+            sms::insert_many(
+                c,
+                &[(
+                    common::outbound_sms(owner, Some(Timestamp::from_millis(50))),
+                    Timestamp::from_millis(10),
+                )],
+            )
+        })
+        .await
+        .expect("insert");
+    assert!(stored[0].id > ids[1], "ids go on from the earlier SMS");
+    assert_eq!(read(stored[0].id).await.body, stored[0].body);
+    assert_eq!(due(60).await, [stored[0].id]);
+    let queued = store
+        .read(|c| c.query_one("SELECT count(*) FROM sms_queue", params![]))
+        .await
+        .expect("count")
+        .int(0)
+        .expect("int");
+    assert_eq!(queued, 1);
+}
+
+both!(sms_split_into_message_and_state, "smsstate");

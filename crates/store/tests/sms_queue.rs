@@ -93,8 +93,8 @@ async fn the_queue_follows_next_at(store: &Store) {
         .write({
             let ids = ids.clone();
             move |c| {
-                sms::reschedule(c, ids[2], account, Some(NOW))?;
-                sms::reschedule(c, ids[0], account, None)
+                sms::reschedule(c, ids[2], Some(NOW))?;
+                sms::reschedule(c, ids[0], None)
             }
         })
         .await

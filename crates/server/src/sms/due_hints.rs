@@ -2,8 +2,9 @@
 //! due index only now and then, for the rest.
 //!
 //! Every status move of an SMS changes when it is next due, so on PostgreSQL each leaves a
-//! dead entry in the due index (now `sms_queue_account_due`; `sms_queue_due` before
-//! migration 0031, and `sms_due`, on `sms` itself, before 0029), and the claim that walks
+//! dead entry in the due index (now `sms_state_due`, migration 0036; `sms_queue_account_due`
+//! before it, `sms_queue_due` before 0031, and `sms_due`, on `sms` itself, before 0029), and
+//! the claim that walks
 //! the index from its head (`ORDER BY due_at`) stepped over every entry the moves left since
 //! the last vacuum: 15,459 buffers and 10.5 ms to find nothing due after one benchmark, the
 //! costliest statement of the run. The node knows most of its due work without that walk: the SMS it

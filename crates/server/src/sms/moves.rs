@@ -87,10 +87,7 @@ impl Moves {
         match self.index.get(&sms_id) {
             Some(&i) => self.states[i].message_ids = Some(ids),
             None => {
-                c.execute(
-                    "UPDATE sms SET message_ids = $1 WHERE id = $2",
-                    dialtone_store::params![ids, sms_id],
-                )?;
+                store::set_message_ids(c, sms_id, &ids)?;
             }
         }
         Ok(())
@@ -107,7 +104,7 @@ impl Moves {
         match self.index.get(&sms.id) {
             Some(&i) => self.states[i].next_at = next_at,
             None => {
-                store::reschedule(c, sms.id, sms.account_id, next_at)?;
+                store::reschedule(c, sms.id, next_at)?;
                 if let Some(at) = next_at {
                     self.scheduled.push((sms.id, sms.account_id, at));
                 }

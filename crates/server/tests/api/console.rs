@@ -18,6 +18,7 @@ both_backends!(
     sessions_need_their_csrf_token_and_end_when_signed_out,
     the_operator_signs_in_with_the_admin_token_and_accounts_cannot,
     lists_page_by_keyset_and_a_delivery_shows_its_request,
+    filtered_lists_match_the_status_and_the_text,
     the_console_works_in_a_real_browser,
     the_operator_drives_the_console_by_keyboard_in_a_real_browser,
     live_feeds_bring_their_accounts_events_and_resume_where_they_left,
@@ -421,6 +422,59 @@ async fn sent(app: &TestApp, acct: &TestAccount, n: usize) -> Vec<String> {
     }
     sids.reverse();
     sids
+}
+
+/// The sids of a console list of SMS (`/console/api/sms` with `query`), in its order.
+async fn listed(app: &TestApp, acct: &TestAccount, query: &str) -> Vec<String> {
+    let (status, page) = send(app.req(
+        acct,
+        Method::GET,
+        &format!("/console/api/sms?limit=50{query}"),
+    ))
+    .await;
+    assert_eq!(status, 200, "{page}");
+    page["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|s| s["sid"].as_str().expect("sid").to_owned())
+        .collect()
+}
+
+/// Filters no index serves (a status, words of the text) read a window of the account's
+/// SMS: on PostgreSQL from the SMS's messages, each joined to its state (migration 36).
+/// Each keeps exactly the matching SMS of the account, newest first.
+async fn filtered_lists_match_the_status_and_the_text(app: TestApp) {
+    let acct = app.account().await;
+    let other = app.account().await;
+    let sids = sent(&app, &acct, 3).await;
+    sent(&app, &other, 2).await;
+    // Through the timetable: every SMS of both accounts delivered.
+    for _ in 0..6 {
+        app.clock.advance_ms(200);
+        app.tick().await;
+    }
+    assert_eq!(listed(&app, &acct, "&status=delivered").await, sids);
+    assert_eq!(
+        listed(&app, &acct, "&status=failed").await,
+        Vec::<String>::new()
+    );
+    // `sent` lists them newest first: "hello 1" is the second sent, the middle one.
+    assert_eq!(
+        listed(&app, &acct, "&contains=hello%201").await,
+        [sids[1].clone()]
+    );
+    assert_eq!(
+        listed(&app, &acct, "&contains=hello&status=delivered").await,
+        sids
+    );
+    assert_eq!(
+        listed(&app, &other, "&contains=hello&status=delivered")
+            .await
+            .len(),
+        2,
+        "the other account's own"
+    );
 }
 
 async fn lists_page_by_keyset_and_a_delivery_shows_its_request(app: TestApp) {
