@@ -132,7 +132,7 @@ pub fn in_turn<I: Iterator<Item = i64>>(
 }
 
 /// Up to `most` accounts with queued SMS, after `after`, in order: one index lookup each (a
-/// loose walk of `sms_queue_account_due`, on SQLite `sms_due_by_account`), whatever their
+/// loose walk of `sms_state_due`, on SQLite `sms_due_by_account`), whatever their
 /// number of queued SMS.
 fn accounts_after(conn: &mut dyn Conn, after: i64, most: i64) -> Result<Vec<i64>, DbError> {
     conn.query(
@@ -152,7 +152,7 @@ fn accounts_after(conn: &mut dyn Conn, after: i64, most: i64) -> Result<Vec<i64>
 /// Each account's SMS due at `now`, soonest first (then in the order they were stored),
 /// `limit` of each after the first `skip` of it (the `(account, skip)` pairs): on PostgreSQL
 /// one statement for every account, on SQLite one lookup each. Both read the index alone
-/// (PostgreSQL's `sms_queue_account_due`, its entries ending with `sms_id` named; SQLite's
+/// (PostgreSQL's `sms_state_due`, its entries ending with `sms_id` named; SQLite's
 /// `sms_due_by_account` on `sms`, its entries ending with the row id, the SMS's id).
 fn due_of(
     conn: &mut dyn Conn,
