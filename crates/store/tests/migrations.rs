@@ -522,6 +522,37 @@ async fn queued_sms_gain_their_account(store: &Store) {
 
 both!(queued_sms_gain_their_account, "queueaccounts");
 
+/// The ids of the SMS the worker's walk finds due at `at` (today's code, on today's
+/// schema), soonest first.
+async fn due(store: &Store, at: i64) -> Vec<i64> {
+    store
+        .write(move |c| {
+            sms::due(
+                c,
+                Timestamp::from_millis(at),
+                10,
+                0,
+                &std::collections::HashSet::new(),
+            )
+        })
+        .await
+        .expect("walk")
+        .0
+        .iter()
+        .map(|s| s.id)
+        .collect()
+}
+
+/// How many SMS the queue holds.
+async fn queued(store: &Store) -> i64 {
+    store
+        .read(|c| c.query_one("SELECT count(*) FROM sms_queue", params![]))
+        .await
+        .expect("count")
+        .int(0)
+        .expect("int")
+}
+
 /// Migration 0033: on SQLite the queue table becomes a view of `sms.next_at`; an SMS queued
 /// before it is still due after it, a reschedule moves it, and an SMS with no next step is
 /// not queued. On PostgreSQL the table stays until migration 36: the same holds through
@@ -556,24 +587,9 @@ async fn queued_sms_stay_due_when_the_queue_becomes_their_own(store: &Store) {
     // The reads and writes below are today's code, on today's schema (migration 36 on
     // PostgreSQL): what 33 kept of the queue goes on through it.
     migrate::run(store).await.expect("migrate to the last");
-    let due = |at: i64| async move {
-        let (found, _) = store
-            .write(move |c| {
-                dialtone_store::sms::due(
-                    c,
-                    dialtone_domain::Timestamp::from_millis(at),
-                    10,
-                    0,
-                    &std::collections::HashSet::new(),
-                )
-            })
-            .await
-            .expect("walk");
-        found.iter().map(|s| s.id).collect::<Vec<i64>>()
-    };
-    assert_eq!(due(1).await, [ids[0]], "only the first is due at 1");
+    assert_eq!(due(store, 1).await, [ids[0]], "only the first is due at 1");
     assert_eq!(
-        due(5).await,
+        due(store, 5).await,
         [ids[0], ids[1]],
         "soonest first; none without a next step"
     );
@@ -589,15 +605,9 @@ async fn queued_sms_stay_due_when_the_queue_becomes_their_own(store: &Store) {
         })
         .await
         .expect("reschedule");
-    assert_eq!(due(5).await, Vec::<i64>::new(), "moved on, and gone");
-    assert_eq!(due(9).await, [ids[0]]);
-    let queued = store
-        .read(|c| c.query_one("SELECT count(*) FROM sms_queue", params![]))
-        .await
-        .expect("count")
-        .int(0)
-        .expect("int");
-    assert_eq!(queued, 1);
+    assert_eq!(due(store, 5).await, Vec::<i64>::new(), "moved on, and gone");
+    assert_eq!(due(store, 9).await, [ids[0]]);
+    assert_eq!(queued(store).await, 1);
 }
 
 both!(
@@ -683,26 +693,8 @@ async fn sms_split_into_message_and_state(store: &Store) {
         (second.status.as_str(), second.next_at, second.history.len()),
         ("delivered", None, 3)
     );
-    let due = |at: i64| async move {
-        store
-            .write(move |c| {
-                sms::due(
-                    c,
-                    Timestamp::from_millis(at),
-                    10,
-                    0,
-                    &std::collections::HashSet::new(),
-                )
-            })
-            .await
-            .expect("walk")
-            .0
-            .iter()
-            .map(|s| s.id)
-            .collect::<Vec<i64>>()
-    };
-    assert_eq!(due(6).await, Vec::<i64>::new(), "not due yet");
-    assert_eq!(due(7).await, [ids[0]], "queued, and alone");
+    assert_eq!(due(store, 6).await, Vec::<i64>::new(), "not due yet");
+    assert_eq!(due(store, 7).await, [ids[0]], "queued, and alone");
     // A move: delivered, out of the queue, its line added to the history.
     let id = ids[0];
     store
@@ -740,7 +732,7 @@ async fn sms_split_into_message_and_state(store: &Store) {
         ("delivered", None, Some(Timestamp::from_millis(2)), 3),
         "the first send time kept"
     );
-    assert_eq!(due(100).await, Vec::<i64>::new(), "left the queue");
+    assert_eq!(due(store, 100).await, Vec::<i64>::new(), "left the queue");
     // An SMS stored now: an id after the earlier ones', queued by its due time.
     let stored = store
         .write(move |c| {
@@ -756,14 +748,8 @@ async fn sms_split_into_message_and_state(store: &Store) {
         .expect("insert");
     assert!(stored[0].id > ids[1], "ids go on from the earlier SMS");
     assert_eq!(read(stored[0].id).await.body, stored[0].body);
-    assert_eq!(due(60).await, [stored[0].id]);
-    let queued = store
-        .read(|c| c.query_one("SELECT count(*) FROM sms_queue", params![]))
-        .await
-        .expect("count")
-        .int(0)
-        .expect("int");
-    assert_eq!(queued, 1);
+    assert_eq!(due(store, 60).await, [stored[0].id]);
+    assert_eq!(queued(store).await, 1);
 }
 
 both!(sms_split_into_message_and_state, "smsstate");
