@@ -17,6 +17,8 @@ pub mod deliveries;
 pub mod delivery_log;
 pub mod end_users;
 pub mod events;
+#[cfg(test)]
+mod failed_sync_tests;
 pub mod idempotency;
 pub mod inbound_parts;
 pub mod key_cache;

@@ -345,6 +345,11 @@ fn synced_writer_loop(
         }
         let mut seq = 0;
         let ended = open.end(c, |c| {
+            // Once a sync failed nothing more is committed: the batch is rolled back and
+            // each write answered with the failure (see the `wal_sync` module).
+            if let Some(failed) = wal_sync.failure() {
+                return Err(failed);
+            }
             seq = wal_sync.begin_commit();
             c.batch("COMMIT")
         });

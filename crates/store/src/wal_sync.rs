@@ -24,8 +24,10 @@
 //!
 //! A failed fsync fails the store: the page cache may since have dropped the data that
 //! failed to reach the disk, so no later sync could be trusted (PostgreSQL stops for the
-//! same reason). Every caller waiting then, and every one after, gets an error; the
-//! operator restarts the server, and SQLite's recovery keeps what reached the disk.
+//! same reason). Every caller waiting then, and every one after, gets an error at once: the
+//! writer commits nothing more (each later batch is rolled back), so no write is left
+//! waiting for a sync that will never be trusted. The operator restarts the server, and
+//! SQLite's recovery keeps what reached the disk.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -142,10 +144,21 @@ impl WalSync {
         }
     }
 
-    /// True when every commit is on disk: the writer may commit again without waiting.
+    /// True when every commit is on disk, or when a sync failed: the writer has nothing to
+    /// wait for before it commits again (or, once the store failed, refuses the batch).
     pub(crate) fn idle(&self) -> bool {
         let p = &self.progress;
         p.synced.load(Ordering::SeqCst) >= p.issued.load(Ordering::SeqCst)
+            || self.failure().is_some()
+    }
+
+    /// Why the store can no longer promise durability, once a sync failed: the writer then
+    /// commits nothing more, and answers each write with this.
+    pub(crate) fn failure(&self) -> Option<DbError> {
+        match &*self.progress.state.borrow() {
+            Synced::Failed(reason) => Some(DbError::Other(reason.clone())),
+            Synced::Upto(_) => None,
+        }
     }
 
     /// Rings after every sync: what the writer waits on, beside new writes, while a sync
