@@ -34,34 +34,79 @@ pub(crate) struct SqliteConn<'a>(pub(crate) &'a Connection);
 /// ... first appear in that order (nearly every statement), the index is N and the text is
 /// used as written; otherwise `$N` become `?N` (the same length, a byte copy).
 fn placeholders(sql: &str) -> std::borrow::Cow<'_, str> {
+    if in_order_seen(sql) {
+        sql.into()
+    } else {
+        numbered(sql)
+    }
+}
+
+/// Statement texts this thread has run, with whether their placeholders are in order. Most
+/// statements are the same few texts run again and again, and scanning one for its `$N` at
+/// each execution was 2.6-3.9% of the writer thread's samples under an SMS load
+/// (docs/benchmarks.md); a text seen before costs a lookup by its address and a comparison
+/// with the copy kept (a text freed and another written at its address is not taken for
+/// it). At most [`SEEN_TEXTS`] are kept; past that the memory starts over.
+fn in_order_seen(sql: &str) -> bool {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    /// By the text's address and length: a copy of it and the verdict.
+    type Seen = HashMap<(usize, usize), (Box<str>, bool)>;
+    thread_local! {
+        static SEEN: RefCell<Seen> = RefCell::new(HashMap::new());
+    }
+    SEEN.with(|seen| {
+        let key = (sql.as_ptr() as usize, sql.len());
+        let mut seen = seen.borrow_mut();
+        if let Some((text, in_order)) = seen.get(&key)
+            && **text == *sql
+        {
+            return *in_order;
+        }
+        let in_order = in_order(sql);
+        if seen.len() >= SEEN_TEXTS {
+            seen.clear();
+        }
+        seen.insert(key, (sql.into(), in_order));
+        in_order
+    })
+}
+
+/// Most statement texts [`in_order_seen`] keeps a thread (the store runs a few hundred).
+const SEEN_TEXTS: usize = 1024;
+
+/// Whether `$1`, `$2`, ... first appear in `sql` in that order (see [`placeholders`]).
+fn in_order(sql: &str) -> bool {
     let bytes = sql.as_bytes();
     let mut next = 1u32;
-    let mut in_order = true;
     let mut i = 0;
-    while let Some(at) = bytes[i..].iter().position(|&b| b == b'$') {
+    while let Some(at) = sql[i..].find('$') {
         let start = i + at + 1;
         let digits = bytes[start..]
             .iter()
             .take_while(|b| b.is_ascii_digit())
             .count();
-        let n = std::str::from_utf8(&bytes[start..start + digits])
-            .ok()
-            .and_then(|d| d.parse::<u32>().ok());
+        i = start + digits;
+        let n = (digits > 0)
+            .then(|| {
+                bytes[start..i].iter().try_fold(0u32, |n, &d| {
+                    n.checked_mul(10)?.checked_add(u32::from(d - b'0'))
+                })
+            })
+            .flatten();
         match n {
             Some(n) if n == next => next += 1,
             Some(n) if n < next => {}
-            Some(_) => {
-                in_order = false;
-                break;
-            }
+            Some(_) => return false,
             None => {}
         }
-        i = start + digits;
     }
-    if in_order {
-        return sql.into();
-    }
-    let mut out = bytes.to_vec();
+    true
+}
+
+/// `sql` with every `$N` written `?N`: SQLite then binds each by its number.
+fn numbered(sql: &str) -> std::borrow::Cow<'_, str> {
+    let mut out = sql.as_bytes().to_vec();
     for i in 0..out.len().saturating_sub(1) {
         if out[i] == b'$' && out[i + 1].is_ascii_digit() {
             out[i] = b'?';
@@ -384,6 +429,28 @@ mod tests {
         assert_eq!(placeholders("a = $2 AND b = $1"), "a = ?2 AND b = ?1");
         assert_eq!(placeholders("a = $1 AND b = $12"), "a = ?1 AND b = ?12");
         assert_eq!(placeholders("x = '$' AND y = $3"), "x = '$' AND y = ?3");
+        assert_eq!(placeholders("é = $2 AND ü = $1$"), "é = ?2 AND ü = ?1$");
+    }
+
+    #[test]
+    fn a_text_at_the_address_of_another_is_scanned_again() {
+        let mut text = String::from("a = $1 AND b = $2");
+        assert!(matches!(placeholders(&text), std::borrow::Cow::Borrowed(_)));
+        // The same buffer, the same length, other placeholders.
+        text.replace_range(.., "a = $2 AND b = $1");
+        assert_eq!(placeholders(&text), "a = ?2 AND b = ?1");
+        text.replace_range(.., "a = $1 AND b = $2");
+        assert!(matches!(placeholders(&text), std::borrow::Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn numbers_too_large_or_missing_do_not_count() {
+        let sql = "a = $1 AND b = '$' AND c = $99999999999 AND d = $2";
+        assert!(matches!(placeholders(sql), std::borrow::Cow::Borrowed(_)));
+        assert_eq!(
+            placeholders("a = $99999999999 AND b = $2"),
+            "a = ?99999999999 AND b = ?2"
+        );
     }
 
     #[test]
