@@ -42,38 +42,50 @@ fn placeholders(sql: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// Statement texts this thread has run, with whether their placeholders are in order. Most
-/// statements are the same few texts run again and again, and scanning one for its `$N` at
-/// each execution was 2.6-3.9% of the writer thread's samples under an SMS load
-/// (docs/benchmarks.md); a text seen before costs a lookup by its address and a comparison
-/// with the copy kept (a text freed and another written at its address is not taken for
-/// it). At most [`SEEN_TEXTS`] are kept; past that the memory starts over.
+/// statements are the same texts run again and again, and scanning one for its `$N` at each
+/// execution was 3.9% of the writer thread's samples under an SMS load, 2.6% in the scan's
+/// own code (docs/benchmarks.md); a text seen before costs a lookup by its address and a
+/// comparison with the copy kept (a text freed and another written at its address is not
+/// taken for it). The copies kept hold at most [`SEEN_BYTES`] a thread (multi-row
+/// statements have a text for each number of rows); past that the memory starts over.
 fn in_order_seen(sql: &str) -> bool {
-    use std::cell::RefCell;
-    use std::collections::HashMap;
-    /// By the text's address and length: a copy of it and the verdict.
-    type Seen = HashMap<(usize, usize), (Box<str>, bool)>;
-    thread_local! {
-        static SEEN: RefCell<Seen> = RefCell::new(HashMap::new());
-    }
     SEEN.with(|seen| {
         let key = (sql.as_ptr() as usize, sql.len());
         let mut seen = seen.borrow_mut();
-        if let Some((text, in_order)) = seen.get(&key)
+        if let Some((text, in_order)) = seen.texts.get(&key)
             && **text == *sql
         {
             return *in_order;
         }
         let in_order = in_order(sql);
-        if seen.len() >= SEEN_TEXTS {
-            seen.clear();
+        if seen.bytes + sql.len() > SEEN_BYTES {
+            seen.texts.clear();
+            seen.bytes = 0;
         }
-        seen.insert(key, (sql.into(), in_order));
+        if sql.len() <= SEEN_BYTES {
+            seen.bytes += sql.len();
+            if let Some((old, _)) = seen.texts.insert(key, (sql.into(), in_order)) {
+                seen.bytes -= old.len();
+            }
+        }
         in_order
     })
 }
 
-/// Most statement texts [`in_order_seen`] keeps a thread (the store runs a few hundred).
-const SEEN_TEXTS: usize = 1024;
+/// Most bytes of statement text [`in_order_seen`] keeps a thread.
+const SEEN_BYTES: usize = 1 << 20;
+
+/// What [`in_order_seen`] keeps: by the text's address and length, a copy of it and the
+/// verdict; and the bytes of the copies.
+#[derive(Default)]
+struct Seen {
+    texts: std::collections::HashMap<(usize, usize), (Box<str>, bool)>,
+    bytes: usize,
+}
+
+thread_local! {
+    static SEEN: std::cell::RefCell<Seen> = std::cell::RefCell::default();
+}
 
 /// Whether `$1`, `$2`, ... first appear in `sql` in that order (see [`placeholders`]).
 fn in_order(sql: &str) -> bool {
@@ -441,6 +453,25 @@ mod tests {
         assert_eq!(placeholders(&text), "a = ?2 AND b = ?1");
         text.replace_range(.., "a = $1 AND b = $2");
         assert!(matches!(placeholders(&text), std::borrow::Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn the_texts_kept_stay_under_their_bound() {
+        let texts: Vec<String> = (0..300)
+            .map(|n| format!("SELECT {n} WHERE a = $1 AND b = $2 {}", " ".repeat(5_000)))
+            .collect();
+        for text in &texts {
+            assert!(matches!(placeholders(text), std::borrow::Cow::Borrowed(_)));
+            let (kept, bytes) = super::SEEN.with(|seen| {
+                let seen = seen.borrow();
+                (
+                    seen.texts.values().map(|(t, _)| t.len()).sum::<usize>(),
+                    seen.bytes,
+                )
+            });
+            assert_eq!(kept, bytes);
+            assert!(bytes <= super::SEEN_BYTES, "{bytes} bytes kept");
+        }
     }
 
     #[test]
