@@ -8,6 +8,13 @@
 //! ([`match_kept`], on PostgreSQL, where both commit at once); and by the worker a few times
 //! more ([`sweep`]). What still matches nothing stays kept, for the operator to see. Each
 //! path takes the kept row before applying it, so a receipt is applied once.
+//!
+//! On PostgreSQL these paths run beside one another, so every one of them locks what it
+//! changes in one order: the SMS's state first, then the kept receipt, then the part
+//! ([`lock_sms`]). A path that took the receipt first and then waited for the SMS while
+//! another held the SMS and waited for the receipt was a deadlock (seen in CI: PostgreSQL
+//! broke it after its one-second `deadlock_timeout`, and the worker's tick waited that long
+//! for a connection).
 
 use dialtone_carrier::smpp::{Receipt, receipt};
 use dialtone_domain::Timestamp;
@@ -73,14 +80,27 @@ pub(crate) fn match_kept(
     let Some(r) = smpp_receipts::get(c, id)? else {
         return Ok(false);
     };
-    let Some(part) = sms_parts::find(c, &r.network, &receipt::id_forms(&r.message_id))? else {
+    let Some(found) = sms_parts::find(c, &r.network, &receipt::id_forms(&r.message_id))? else {
         return Ok(false);
     };
+    lock_sms(c, found.sms_id)?;
     if !smpp_receipts::take(c, r.id)? {
         return Ok(false);
     }
+    // Read again under the lock: a receipt applied meanwhile may have moved it.
+    let Some(part) = sms_parts::get(c, found.sms_id, found.part)? else {
+        return Ok(false);
+    };
     apply_stored(c, state, &part, &r, now)?;
     Ok(true)
+}
+
+/// Locks the state of SMS `sms_id` until the transaction ends (PostgreSQL; SQLite's single
+/// writer serialises anyway): what each path that applies a receipt does before it takes the
+/// kept receipt or changes a part, so that all of them lock in one order (see the module's
+/// documentation).
+fn lock_sms(c: &mut dyn Conn, sms_id: i64) -> Result<Option<Sms>, AppError> {
+    Ok(store::by_id_locked(c, sms_id)?)
 }
 
 /// Applies the kept receipts of `network` that name `message_id`, the id just recorded for
@@ -94,6 +114,10 @@ pub(crate) fn apply_kept(
     now: Timestamp,
 ) -> Result<(), AppError> {
     let kept = smpp_receipts::matching(c, network, &receipt::id_forms(message_id))?;
+    if kept.is_empty() {
+        return Ok(());
+    }
+    lock_sms(c, part.sms_id)?;
     for r in kept {
         if !smpp_receipts::take(c, r.id)? {
             continue;
@@ -127,22 +151,34 @@ pub(crate) async fn sweep(state: &AppState) -> anyhow::Result<usize> {
         .background()
         .write_repeatable(move |c| {
             let mut matched = 0;
+            let mut found = Vec::new();
+            let mut unmatched = Vec::new();
             for r in smpp_receipts::due(c, now, SWEEP_BATCH)? {
                 let forms = receipt::id_forms(&r.message_id);
                 match sms_parts::find(c, &r.network, &forms)? {
-                    Some(part) => {
-                        if smpp_receipts::take(c, r.id)? {
-                            apply_stored(c, &st, &part, &r, now)?;
-                            matched += 1;
-                        }
-                    }
-                    None => {
-                        let tries = r.tries + 1;
-                        let next =
-                            (tries < SWEEP_TRIES).then(|| now.plus_ms(1_000 << tries.clamp(0, 20)));
-                        smpp_receipts::tried(c, r.id, next)?;
-                    }
+                    Some(part) => found.push((part, r)),
+                    None => unmatched.push(r),
                 }
+            }
+            // The SMS locked in the order of their keys, each before its receipt is taken;
+            // the tries of the others recorded last, once no SMS is waited for any more
+            // (see the module's documentation).
+            found.sort_by_key(|(part, r)| (part.sms_id, r.id));
+            for (part, r) in found {
+                lock_sms(c, part.sms_id)?;
+                if !smpp_receipts::take(c, r.id)? {
+                    continue;
+                }
+                let Some(part) = sms_parts::get(c, part.sms_id, part.part)? else {
+                    continue;
+                };
+                apply_stored(c, &st, &part, &r, now)?;
+                matched += 1;
+            }
+            for r in unmatched {
+                let tries = r.tries + 1;
+                let next = (tries < SWEEP_TRIES).then(|| now.plus_ms(1_000 << tries.clamp(0, 20)));
+                smpp_receipts::tried(c, r.id, next)?;
             }
             Ok::<_, AppError>(matched)
         })
@@ -165,8 +201,11 @@ fn apply_to_part(
     if settled && !status.is_final() {
         return Ok(());
     }
+    // The SMS first, then its part: the order every path takes (see the module's
+    // documentation).
+    let sms = lock_sms(c, part.sms_id)?;
     sms_parts::set_status(c, part.id, status.as_str(), detail, now)?;
-    let Some(sms) = store::by_id_locked(c, part.sms_id)? else {
+    let Some(sms) = sms else {
         return Ok(());
     };
     let parts = sms_parts::of_sms(c, sms.id)?;

@@ -566,3 +566,123 @@ async fn the_simulated_network_can_be_turned_off() {
     let (status, _) = send(app.req(&acct, Method::GET, "/sandbox/sms")).await;
     assert_eq!(status, 404);
 }
+
+/// On PostgreSQL every path that applies a kept receipt locks the SMS before it takes the
+/// receipt: the worker's sweep, waiting for an SMS another session holds, holds no receipt
+/// meanwhile (it took the receipt first and then waited for the SMS, while the path that
+/// records a part held the SMS and waited for the receipt: a deadlock that held up the
+/// worker's tick for a second).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sweep_waiting_for_an_sms_holds_no_receipt() {
+    let Some(app) = TestApp::spawn(Backend::Postgres).await else {
+        crate::helpers::skip("set DIALTONE_TEST_DATABASE_URL to run this test on PostgreSQL");
+        return;
+    };
+    let url = app.postgres_url().expect("a PostgreSQL app");
+    let acct = app.account().await;
+    let sid = submit(&app, &acct, "+447700900123", "held").await;
+    let now = dialtone_domain::Clock::now(&app.clock);
+    let account = acct.sid.clone();
+    let (sms_id, receipt_id) = app
+        .state
+        .store
+        .write(move |c| {
+            let account = dialtone_store::accounts::by_sid(
+                c,
+                &dialtone_domain::Sid::parse(&account).expect("sid"),
+            )?
+            .expect("account");
+            let sid = dialtone_domain::Sid::parse(&sid).expect("sid");
+            let sms = dialtone_store::sms::get(c, account.id, &sid)?.expect("sms");
+            let key = dialtone_carrier::smpp::receipt::id_key("held-1");
+            dialtone_store::sms_parts::insert(c, sms.id, "held", 1, &key, now)?;
+            let kept = dialtone_store::smpp_receipts::NewReceipt {
+                network: "held",
+                message_id: "held-1",
+                message_key: &key,
+                status: "delivered",
+                detail: "DELIVRD",
+            };
+            let id = dialtone_store::smpp_receipts::keep(c, &kept, now, now)?;
+            Ok::<_, dialtone_store::DbError>((sms.id, id))
+        })
+        .await
+        .expect("a part and a receipt kept for it");
+
+    // Another session holds the SMS's state.
+    let (locked_tx, locked_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let u = url.clone();
+    let holder = std::thread::spawn(move || {
+        let mut c = postgres::Client::connect(&u, postgres::NoTls).expect("connect");
+        let mut tx = c.transaction().expect("begin");
+        tx.execute(
+            "SELECT 1 FROM sms_state WHERE sms_id = $1 FOR UPDATE",
+            &[&sms_id],
+        )
+        .expect("lock the SMS");
+        locked_tx.send(()).expect("tell");
+        go_rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("told to commit");
+        tx.commit().expect("commit");
+    });
+    locked_rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the SMS locked");
+    let tick = {
+        let app_state = app.state.clone();
+        tokio::spawn(async move { dialtone::workers::tick(&app_state).await })
+    };
+    // Until the sweep waits for the SMS (at most a minute), then the receipt's row must be
+    // free: a third session deletes it at once (and rolls back).
+    let free = tokio::task::spawn_blocking(move || {
+        let mut c = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut waiting = false;
+        while Instant::now() < deadline && !waiting {
+            let n: i64 = c
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
+                     AND query LIKE '%FOR UPDATE OF s%'",
+                    &[],
+                )
+                .expect("pg_stat_activity")
+                .get(0);
+            waiting = n > 0;
+            std::thread::yield_now();
+        }
+        assert!(waiting, "the sweep waits for the SMS");
+        let mut tx = c.transaction().expect("begin");
+        tx.batch_execute("SET LOCAL lock_timeout = '2s'")
+            .expect("lock timeout");
+        let taken = tx.execute("DELETE FROM smpp_receipts WHERE id = $1", &[&receipt_id]);
+        tx.rollback().expect("rollback");
+        taken
+    })
+    .await
+    .expect("join");
+    go_tx.send(()).expect("go");
+    holder.join().expect("the holder");
+    tick.await.expect("join").expect("tick");
+    assert_eq!(
+        free.expect("the receipt's row is not held while the sweep waits for the SMS"),
+        1
+    );
+    let parts_status: String = app
+        .state
+        .store
+        .read(move |c| {
+            Ok::<_, dialtone_store::DbError>(
+                dialtone_store::sms_parts::get(c, sms_id, 1)?
+                    .expect("part")
+                    .status,
+            )
+        })
+        .await
+        .expect("part");
+    assert_eq!(
+        parts_status, "delivered",
+        "the receipt was applied once the SMS was free"
+    );
+}
