@@ -58,11 +58,11 @@ fn in_order_seen(sql: &str) -> bool {
             return *in_order;
         }
         let in_order = in_order(sql);
-        if seen.bytes + sql.len() > SEEN_BYTES {
-            seen.texts.clear();
-            seen.bytes = 0;
-        }
         if sql.len() <= SEEN_BYTES {
+            if seen.bytes + sql.len() > SEEN_BYTES {
+                seen.texts.clear();
+                seen.bytes = 0;
+            }
             seen.bytes += sql.len();
             if let Some((old, _)) = seen.texts.insert(key, (sql.into(), in_order)) {
                 seen.bytes -= old.len();

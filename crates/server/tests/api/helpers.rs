@@ -264,6 +264,28 @@ fn hex_id() -> String {
 }
 
 /// Sends and returns status and JSON body (Null when the body is empty or not JSON).
+/// Waits (at most a minute) until a session of the test's PostgreSQL database waits for a
+/// lock in a statement whose text matches `pattern` (SQL `LIKE`); whether one did. How a
+/// test holding a row in a session of its own sees the server reach that row.
+pub(crate) fn until_waiting_for_a_lock(c: &mut postgres::Client, pattern: &str) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
+        let n: i64 = c
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
+                 AND query LIKE $1",
+                &[&pattern],
+            )
+            .expect("pg_stat_activity")
+            .get(0);
+        if n > 0 {
+            return true;
+        }
+        std::thread::yield_now();
+    }
+    false
+}
+
 pub(crate) async fn send(req: RequestBuilder) -> (StatusCode, Value) {
     let resp = req.send().await.expect("request sent");
     let status = resp.status();

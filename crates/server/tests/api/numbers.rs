@@ -654,22 +654,7 @@ async fn raced_by_another_session(
     // Until the request waits on the reservation's row (at most a minute).
     let waiting = tokio::task::spawn_blocking(move || {
         let mut c = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        while std::time::Instant::now() < deadline {
-            let n: i64 = c
-                .query_one(
-                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
-                     AND starts_with(query, $1)",
-                    &[&waits_in],
-                )
-                .expect("pg_stat_activity")
-                .get(0);
-            if n > 0 {
-                return true;
-            }
-            std::thread::yield_now();
-        }
-        false
+        crate::helpers::until_waiting_for_a_lock(&mut c, &format!("{waits_in}%"))
     })
     .await
     .expect("join");

@@ -638,21 +638,10 @@ async fn the_sweep_waiting_for_an_sms_holds_no_receipt() {
     // free: a third session deletes it at once (and rolls back).
     let free = tokio::task::spawn_blocking(move || {
         let mut c = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let mut waiting = false;
-        while Instant::now() < deadline && !waiting {
-            let n: i64 = c
-                .query_one(
-                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
-                     AND query LIKE '%FOR UPDATE OF s%'",
-                    &[],
-                )
-                .expect("pg_stat_activity")
-                .get(0);
-            waiting = n > 0;
-            std::thread::yield_now();
-        }
-        assert!(waiting, "the sweep waits for the SMS");
+        assert!(
+            crate::helpers::until_waiting_for_a_lock(&mut c, "%FOR UPDATE OF s%"),
+            "the sweep waits for the SMS"
+        );
         let mut tx = c.transaction().expect("begin");
         tx.batch_execute("SET LOCAL lock_timeout = '2s'")
             .expect("lock timeout");
