@@ -164,8 +164,13 @@ pub(crate) async fn sweep(state: &AppState) -> anyhow::Result<usize> {
             // the tries of the others recorded last, once no SMS is waited for any more
             // (see the module's documentation).
             found.sort_by_key(|(part, r)| (part.sms_id, r.id));
+            let mut locked = None;
             for (part, r) in found {
-                lock_sms(c, part.sms_id)?;
+                // Locked once for all of its receipts (they come together in this order).
+                if locked != Some(part.sms_id) {
+                    lock_sms(c, part.sms_id)?;
+                    locked = Some(part.sms_id);
+                }
                 if !smpp_receipts::take(c, r.id)? {
                     continue;
                 }

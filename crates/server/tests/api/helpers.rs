@@ -263,7 +263,6 @@ fn hex_id() -> String {
     format!("{:x}{:x}", nanos, std::process::id())
 }
 
-/// Sends and returns status and JSON body (Null when the body is empty or not JSON).
 /// Waits (at most a minute) until a session of the test's PostgreSQL database waits for a
 /// lock in a statement whose text matches `pattern` (SQL `LIKE`); whether one did. How a
 /// test holding a row in a session of its own sees the server reach that row.
@@ -286,6 +285,7 @@ pub(crate) fn until_waiting_for_a_lock(c: &mut postgres::Client, pattern: &str) 
     false
 }
 
+/// Sends and returns status and JSON body (Null when the body is empty or not JSON).
 pub(crate) async fn send(req: RequestBuilder) -> (StatusCode, Value) {
     let resp = req.send().await.expect("request sent");
     let status = resp.status();
