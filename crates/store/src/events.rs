@@ -110,10 +110,35 @@ struct Queued {
 /// each account's subscriptions to a type read once. On PostgreSQL that is a few round trips
 /// for a batch instead of two per event. Only for one transaction: flushed before it
 /// commits, and no subscription changes meanwhile.
+///
+/// An event that no subscription and no extra endpoint receives is written only while a
+/// console live feed watches its account (`feed_watches`, read with the subscriptions):
+/// deliveries are made with their event and never later, so such an event has no reader
+/// but the feeds, and nothing is written for nobody (migration 0037).
 #[derive(Default)]
 pub struct Outbox {
     queued: Vec<Queued>,
     hooks: HashMap<(i64, &'static str), Vec<(i64, String)>>,
+    /// Until when a console feed watches each account whose subscriptions were read (`None`:
+    /// none does).
+    watched: HashMap<i64, Option<Timestamp>>,
+}
+
+/// Records that a console live feed of the account is open, or was until a moment ago,
+/// until `until`: its account's events are written until then even when nobody receives
+/// them (see [`Outbox`]). A watch is only ever lengthened.
+pub fn watch(conn: &mut dyn Conn, account_id: i64, until: Timestamp) -> Result<(), DbError> {
+    let later = match conn.dialect() {
+        Dialect::Postgres => "GREATEST(feed_watches.until, excluded.until)",
+        Dialect::Sqlite => "max(feed_watches.until, excluded.until)",
+    };
+    conn.execute(
+        &format!(
+            "INSERT INTO feed_watches (account_id, until) VALUES ($1, $2)              ON CONFLICT (account_id) DO UPDATE SET until = {later}"
+        ),
+        params![account_id, until],
+    )?;
+    Ok(())
 }
 
 impl Outbox {
@@ -148,8 +173,16 @@ impl Outbox {
     /// Writes the queued events and their deliveries (one per enabled subscription of its
     /// account to its type, and one to its extra endpoint).
     pub fn flush(&mut self, conn: &mut dyn Conn) -> Result<(), DbError> {
-        let queued = std::mem::take(&mut self.queued);
+        let mut queued = std::mem::take(&mut self.queued);
         self.read_hooks(conn, &queued)?;
+        queued.retain(|e| {
+            self.records(
+                e.account_id,
+                e.event_type,
+                e.extra_endpoint.as_deref(),
+                e.created,
+            )
+        });
         // The events' ids are read back only when a delivery refers to one: without
         // `RETURNING`, SQLite neither collects the rows in a temporary table nor keeps a
         // statement journal for the insert.
@@ -190,9 +223,11 @@ impl Outbox {
         self.read_missing(conn, &keys)
     }
 
-    /// Reads the subscriptions of `accounts` to `event_type` before their events are made,
-    /// so that [`Outbox::delivers`] can tell which events someone receives: an event nobody
-    /// receives needs no payload (see `sms::events` in the server).
+    /// Reads the subscriptions of `accounts` to `event_type` (and whether a console feed
+    /// watches them) before their events are made, so that [`Outbox::delivers`] and
+    /// [`Outbox::records`] can tell which events someone receives and which are written at
+    /// all: an event nobody receives needs no payload, and is not written unless a feed
+    /// watches (see `sms::events` in the server).
     pub fn read_hooks_of(
         &mut self,
         conn: &mut dyn Conn,
@@ -221,8 +256,30 @@ impl Outbox {
             .map(|hooks| !hooks.is_empty())
     }
 
-    /// Reads the enabled subscriptions of the (account, type) `keys` not read yet, in one
-    /// statement for all of them.
+    /// Whether an event of `event_type` for the account made at `at` will be written when
+    /// this outbox is flushed: when someone receives it, or a console feed watches the
+    /// account then, or the account's subscriptions were not read yet (then it may be
+    /// received). Else nothing could ever read it, and it is left out.
+    pub fn records(
+        &self,
+        account_id: i64,
+        event_type: &'static str,
+        extra_endpoint: Option<&str>,
+        at: Timestamp,
+    ) -> bool {
+        match self.delivers(account_id, event_type, extra_endpoint) {
+            Some(true) | None => true,
+            Some(false) => self
+                .watched
+                .get(&account_id)
+                .copied()
+                .flatten()
+                .is_some_and(|until| until > at),
+        }
+    }
+
+    /// Reads the enabled subscriptions of the (account, type) `keys` not read yet, and the
+    /// console feeds' watches of their accounts, in one statement for all of them.
     fn read_missing(
         &mut self,
         conn: &mut dyn Conn,
@@ -244,18 +301,37 @@ impl Outbox {
             crate::sql::in_list(conn.dialect(), "account_id", 1, crate::sql::ids(&accounts));
         let (of_types, more) = crate::sql::in_list(conn.dialect(), "type", params.len() + 1, types);
         params.extend(more);
+        let (watched_among, more) = crate::sql::in_list(
+            conn.dialect(),
+            "account_id",
+            params.len() + 1,
+            crate::sql::ids(&accounts),
+        );
+        params.extend(more);
         let mut found: HashMap<(i64, String), Vec<(i64, String)>> = HashMap::new();
+        // A watch's row has no type: its third column is the watch's end.
         for r in conn.query(
             &format!(
                 "SELECT account_id, type, id, endpoint FROM webhooks \
-                 WHERE {among} AND {of_types} AND status = 'enabled' ORDER BY id"
+                 WHERE {among} AND {of_types} AND status = 'enabled' \
+                 UNION ALL SELECT account_id, NULL, until, NULL FROM feed_watches WHERE {watched_among} \
+                 ORDER BY id"
             ),
             &params,
         )? {
-            found
-                .entry((r.int(0)?, r.text(1)?))
-                .or_default()
-                .push((r.int(2)?, r.text(3)?));
+            let account = r.int(0)?;
+            match r.opt_text(1)? {
+                Some(event_type) => found
+                    .entry((account, event_type))
+                    .or_default()
+                    .push((r.int(2)?, r.text(3)?)),
+                None => {
+                    self.watched.insert(account, Some(r.timestamp(2)?));
+                }
+            }
+        }
+        for &account in &accounts {
+            self.watched.entry(account).or_insert(None);
         }
         for &(account, event_type) in keys {
             if let std::collections::hash_map::Entry::Vacant(slot) =

@@ -62,6 +62,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(34, "0034_deliveries_due_keyset"),
     migration!(35, "0035_deliveries_due_by_account"),
     migration!(36, "0036_sms_state"),
+    migration!(37, "0037_feed_watches"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

@@ -78,7 +78,10 @@ pub(super) async fn events_stream(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<i64>().ok())
         .filter(|p| *p >= 0);
-    let joined = state.feed_hub.join(&state.store, account).await?;
+    let joined = state
+        .feed_hub
+        .join(&state.store, &state.clock, account)
+        .await?;
     let mut feed = Feed {
         account,
         position: joined.position,

@@ -10,12 +10,21 @@
 //! the oldest. The reader reads the
 //! database only while a feed is open, and hands out only the events of the accounts with
 //! one.
+//!
+//! Watches: an event that no subscription and no per-SMS webhook receives is written only
+//! while a feed watches its account (`events::Outbox`, migration 0037). A feed joining
+//! writes its account's watch before it takes its place in the reads, and the reader renews
+//! the watches of the open feeds' accounts; a watch outlasts its feed by [`WATCH`] at most,
+//! so a stream that ends and reconnects (every five minutes, or after a network blip) finds
+//! what it missed recorded.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use dialtone_domain::Timestamp;
+use dialtone_domain::clock::Clock;
 use dialtone_store::Store;
 use dialtone_store::events::{self, FeedEvent};
 use tokio::sync::{Mutex, broadcast};
@@ -30,6 +39,9 @@ pub(crate) const WINDOW: i64 = 20_000;
 const PER_READ: usize = 1_000;
 /// Events a feed may hold unsent before it skips the oldest.
 pub(crate) const BACKLOG: usize = 256;
+/// How long a watch lasts past its last renewal, in milliseconds: longer than a stream (five
+/// minutes) and the browser's reconnection after it. Renewed once half of it is left.
+pub(crate) const WATCH: i64 = 10 * 60 * 1000;
 
 /// The node's reader of new events and the feeds it serves. Cheap to clone.
 #[derive(Clone, Default)]
@@ -51,6 +63,8 @@ struct Hub {
     position: Option<i64>,
     /// The open feeds' channels, by account.
     feeds: HashMap<i64, broadcast::Sender<Arc<FeedEvent>>>,
+    /// Until when this node last wrote each open feed's account's watch.
+    watches: HashMap<i64, Timestamp>,
 }
 
 /// A feed's place at the hub: the events of its account after `position`.
@@ -62,14 +76,28 @@ pub(crate) struct Joined {
 }
 
 impl FeedHub {
-    /// Joins a feed of `account`, starting the node's reader when it is the first.
-    pub(crate) async fn join(&self, store: &Store, account: i64) -> Result<Joined, AppError> {
+    /// Joins a feed of `account`, starting the node's reader when it is the first. The
+    /// account's watch is written first: every event recorded after the feed's position is
+    /// in a transaction that saw the watch or committed before it.
+    pub(crate) async fn join(
+        &self,
+        store: &Store,
+        clock: &Arc<dyn Clock>,
+        account: i64,
+    ) -> Result<Joined, AppError> {
         if !self.inner.reading.swap(true, Ordering::AcqRel) {
             let inner = Arc::clone(&self.inner);
             let store = store.clone();
-            tokio::spawn(async move { read_loop(inner, store).await });
+            let clock = Arc::clone(clock);
+            tokio::spawn(async move { read_loop(inner, store, clock).await });
         }
+        let until = clock.now().plus_ms(WATCH);
+        store
+            .write(move |c| events::watch(c, account, until))
+            .await?;
         let mut hub = self.inner.hub.lock().await;
+        let watched = hub.watches.entry(account).or_insert(until);
+        *watched = (*watched).max(until);
         let position = match hub.position {
             Some(p) => p,
             None => {
@@ -86,20 +114,23 @@ impl FeedHub {
     }
 }
 
-async fn read_loop(inner: Arc<Inner>, store: Store) {
+async fn read_loop(inner: Arc<Inner>, store: Store, clock: Arc<dyn Clock>) {
     let mut ticks = tokio::time::interval(POLL);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticks.tick().await;
-        if let Err(e) = read_new(&inner, &store).await {
+        if let Err(e) = read_new(&inner, &store, clock.now()).await {
             tracing::warn!(error = %e, "console feeds: reading new events failed");
         }
     }
 }
 
-async fn read_new(inner: &Inner, store: &Store) -> Result<usize, AppError> {
+async fn read_new(inner: &Inner, store: &Store, now: Timestamp) -> Result<usize, AppError> {
     let mut hub = inner.hub.lock().await;
     hub.feeds.retain(|_, feed| feed.receiver_count() > 0);
+    let Hub { feeds, watches, .. } = &mut *hub;
+    watches.retain(|account, _| feeds.contains_key(account));
+    renew_watches(store, watches, now).await?;
     let Some(after) = hub.position else {
         return Ok(0);
     };
@@ -126,4 +157,35 @@ async fn read_new(inner: &Inner, store: &Store) -> Result<usize, AppError> {
     }
     hub.position = Some(upto);
     Ok(handed)
+}
+
+/// Renews the watches of the open feeds' accounts that have half of [`WATCH`] left or less,
+/// in one write.
+async fn renew_watches(
+    store: &Store,
+    watches: &mut HashMap<i64, Timestamp>,
+    now: Timestamp,
+) -> Result<(), AppError> {
+    let renew_at = now.plus_ms(WATCH / 2);
+    let until = now.plus_ms(WATCH);
+    let due: Vec<i64> = watches
+        .iter()
+        .filter(|(_, watched)| **watched <= renew_at)
+        .map(|(account, _)| *account)
+        .collect();
+    if due.is_empty() {
+        return Ok(());
+    }
+    let accounts = due.clone();
+    store
+        .write(move |c| {
+            accounts
+                .iter()
+                .try_for_each(|account| events::watch(c, *account, until))
+        })
+        .await?;
+    for account in due {
+        watches.insert(account, until);
+    }
+    Ok(())
 }

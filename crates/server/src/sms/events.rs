@@ -5,10 +5,12 @@
 //! object, which the SMS worker would otherwise serialize for each of an SMS's four moves
 //! (about 760 bytes each, written in the same commit as the move). When the outbox knows
 //! that no subscription and no per-SMS webhook receives the event (the worker reads its
-//! batch's subscriptions first), the event is still recorded with its move, and its `data`
-//! keeps only the fields that name the SMS and the status (`hash`, `status`): nothing could
-//! ever read the rest, since deliveries are made with the event and never later. When the
-//! outbox does not know, the whole object is written.
+//! batch's subscriptions first, and with them whether a console feed watches the account),
+//! the event is recorded only while a console live feed watches its account, and then its
+//! `data` keeps only the fields that name the SMS and the status (`hash`, `status`): nothing
+//! could ever read the rest, since deliveries are made with the event and never later, and
+//! with no feed watching nothing could read the event at all. When the outbox does not
+//! know, the whole object is written.
 
 use std::collections::HashMap;
 
@@ -24,7 +26,8 @@ use super::legacy;
 pub(crate) const MT_STATUS: &str = "sms.mt.status_update";
 
 /// Queues the event of an SMS's current state: `sms.mo` for inbound, `sms.mt.status_update`
-/// (also to the SMS's own webhook) for outbound.
+/// (also to the SMS's own webhook) for outbound; none when the outbox knows that nobody
+/// receives it and no console feed watches the account ([`Outbox::records`]).
 pub(crate) fn queue_event(outbox: &mut Outbox, sms: &Sms, billing_mode: &str, now: Timestamp) {
     let inbound = sms.direction == Direction::Inbound.as_str();
     let (event_type, own_hook) = if inbound {
@@ -32,6 +35,10 @@ pub(crate) fn queue_event(outbox: &mut Outbox, sms: &Sms, billing_mode: &str, no
     } else {
         (MT_STATUS, sms.webhook_url.as_deref())
     };
+    if !outbox.records(sms.account_id, event_type, own_hook, now) {
+        // Nobody receives it and no console feed watches: nothing could read it.
+        return;
+    }
     let data = match outbox.delivers(sms.account_id, event_type, own_hook) {
         Some(false) => legacy::sms_summary_text(sms),
         Some(true) | None => legacy::sms_object_text(sms, billing_mode),
@@ -61,8 +68,9 @@ pub(crate) struct StatusEvents {
 
 impl StatusEvents {
     /// Reads what the events to come need of `accounts`, one statement for all of them (one
-    /// read a batch, not one an account): their subscriptions to `sms.mt.status_update`, so
-    /// that an event nobody receives is written without the SMS object, and the billing
+    /// read a batch, not one an account): their subscriptions to `sms.mt.status_update` and
+    /// the console feeds' watches, so that an event nobody receives is written without the
+    /// SMS object, or not at all when no feed watches, and the billing
     /// modes of those that receive them, the only ones whose events show it.
     pub(crate) fn read_accounts(
         &mut self,
@@ -90,7 +98,8 @@ impl StatusEvents {
     /// Queues the event of `sms` as it now is, moved at `at`: with the whole SMS object and
     /// its account's billing mode when someone receives it (the mode read here when
     /// [`StatusEvents::read_accounts`] did not: an SMS with its own webhook, of an account
-    /// with no subscription), else with its `hash` and `status`.
+    /// with no subscription), else with its `hash` and `status` while a console feed
+    /// watches the account, else not at all.
     pub(crate) fn queue(
         &mut self,
         c: &mut dyn Conn,

@@ -23,6 +23,7 @@ both_backends!(
     the_operator_drives_the_console_by_keyboard_in_a_real_browser,
     live_feeds_bring_their_accounts_events_and_resume_where_they_left,
     a_flood_of_events_leaves_a_feed_current,
+    sms_moves_nobody_receives_are_written_while_a_feed_watches,
 );
 
 /// Signs in through the API; returns the cookie header and the CSRF token.
@@ -177,6 +178,70 @@ async fn live_feeds_bring_their_accounts_events_and_resume_where_they_left(app: 
             "{}",
             change.change
         );
+    }
+}
+
+/// Sends one SMS and moves it through its four statuses; its sid as its events name it.
+async fn sent_and_delivered(app: &TestApp, acct: &TestAccount) -> String {
+    let sid = sent(app, acct, 1).await.remove(0);
+    for _ in 0..4 {
+        app.tick().await;
+        app.clock.advance_ms(200);
+    }
+    sid.to_uppercase()
+}
+
+/// The status moves of SMS `sid` a feed brings next, in order, and the last one's id.
+async fn moves_of(feed: &mut LiveFeed, sid: &str) -> (Vec<String>, i64) {
+    let mut statuses = Vec::new();
+    let mut last = 0;
+    for _ in 0..4 {
+        let change = feed.next().await;
+        assert_eq!(
+            change.change["type"], "sms.mt.status_update",
+            "{}",
+            change.change
+        );
+        assert_eq!(change.change["data"]["hash"], sid, "{}", change.change);
+        statuses.push(change.change["data"]["status"].as_str().unwrap().to_owned());
+        last = change.id;
+    }
+    (statuses, last)
+}
+
+/// An SMS event that no subscription and no per-SMS webhook receives is written only while a
+/// console feed watches the account: none before a feed opened, every move once a feed is
+/// open, and while the watch outlasts a closed feed (a reconnecting feed resumes with what
+/// it missed), then none again once the watch ran out.
+async fn sms_moves_nobody_receives_are_written_while_a_feed_watches(app: TestApp) {
+    let acct = app.account().await;
+    let (cookie, _) = sign_in(&app, json!({"apiKey": acct.api_key})).await;
+    let moves = ["PENDING", "SENT", "REMOTE_QUEUED", "DELIVERED"];
+    let unwatched = sent_and_delivered(&app, &acct).await;
+    let mut feed = LiveFeed::open(&app, &cookie, None).await;
+    let seen = sent_and_delivered(&app, &acct).await;
+    let (statuses, last) = moves_of(&mut feed, &seen).await;
+    assert_eq!(statuses, moves);
+    drop(feed);
+
+    // Closed: the watch lasts, so a feed resuming finds what it missed.
+    let missed = sent_and_delivered(&app, &acct).await;
+    let mut resumed = LiveFeed::open(&app, &cookie, Some(last)).await;
+    assert_eq!(moves_of(&mut resumed, &missed).await.0, moves);
+    drop(resumed);
+
+    // Past the watch's life with no feed open, nothing is written for nobody again.
+    app.clock.advance_ms(10 * 60 * 1000);
+    let late = sent_and_delivered(&app, &acct).await;
+    let recorded: Vec<String> = app
+        .events(&acct.sid, "sms.mt.status_update")
+        .await
+        .iter()
+        .map(|e| e["hash"].as_str().unwrap().to_owned())
+        .collect();
+    for (sid, expected) in [(&unwatched, 0), (&seen, 4), (&missed, 4), (&late, 0)] {
+        let n = recorded.iter().filter(|h| *h == sid).count();
+        assert_eq!(n, expected, "events of {sid}: {recorded:?}");
     }
 }
 

@@ -174,6 +174,21 @@ impl TestApp {
         (base, state)
     }
 
+    /// Records that a console live feed watches the account (for a day), as a feed joining
+    /// does: its events are recorded even when nobody receives them.
+    pub(crate) async fn watch_feed(&self, account_sid: &str) {
+        let sid = dialtone_domain::Sid::parse(account_sid).expect("sid");
+        let until = dialtone_domain::clock::Clock::now(&self.clock).plus_ms(86_400_000);
+        self.state
+            .store
+            .write(move |c| {
+                let account = dialtone_store::accounts::by_sid(c, &sid)?.expect("account");
+                dialtone_store::events::watch(c, account.id, until)
+            })
+            .await
+            .expect("watch");
+    }
+
     /// The account's events of one type, oldest first, as JSON.
     pub(crate) async fn events(&self, account_sid: &str, event_type: &str) -> Vec<Value> {
         let sid = dialtone_domain::Sid::parse(account_sid).expect("sid");

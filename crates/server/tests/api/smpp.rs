@@ -96,6 +96,8 @@ async fn sms_through_smpp(backend: Backend) {
         .expect("configured");
     assert!(connector.wait_bound(WAIT).await);
     let acct = app.account().await;
+    // Its events are recorded while a console feed watches (nobody subscribes).
+    app.watch_feed(&acct.sid).await;
 
     // One part: pending and sent on submit_sm_resp, then the receipts.
     let sid = submit(&app, &acct, "+33600000000", "Hello over SMPP").await;
@@ -294,6 +296,8 @@ async fn inbound_parts_survive_a_node(app: TestApp) {
         }),
         ack: Ack::default(),
     };
+    // Its events are recorded while a console feed watches (nobody subscribes).
+    app.watch_feed(&acct.sid).await;
     // Parts 3 and 1 through this node (part 1 twice: the SMSC delivered it again).
     handle(&app.state, part(3, " parts")).await;
     handle(&app.state, part(1, "In three")).await;

@@ -200,6 +200,8 @@ async fn receipts_before_their_response_are_kept_then_applied(backend: Backend) 
     };
     bound(&app, "operator").await;
     let acct = app.account().await;
+    // Its events are recorded while a console feed watches (nobody subscribes).
+    app.watch_feed(&acct.sid).await;
     let sid = submit(&app, &acct, "+33600000000", "receipt first").await;
     app.tick().await;
     for _ in 0..2 {

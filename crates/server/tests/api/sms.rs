@@ -18,7 +18,7 @@ both_backends!(
     multipart_and_unicode_are_billed_per_part,
     one_accounts_backlog_does_not_hold_back_anothers_sms,
     accounts_sharing_groups_and_ticks_keep_their_own_modes_hooks_and_ledgers,
-    events_nobody_receives_keep_only_the_sms_hash_and_status,
+    events_nobody_receives_are_written_only_while_a_feed_watches,
     the_simulated_network_takes_an_sms_in_the_write_that_stores_it,
     sends_at_once_short_of_credit_take_what_it_covers,
 );
@@ -481,6 +481,8 @@ async fn search_filters_and_required_parameters(app: TestApp) {
 
 async fn inbound_sms_from_the_sandbox(app: TestApp) {
     let acct = app.account().await;
+    // Its events are recorded while a console feed watches (nobody subscribes).
+    app.watch_feed(&acct.sid).await;
     let number = buy(&app, &acct, "country=GB&type=mobile").await;
     let (status, sms) = send(
         app.req(&acct, Method::POST, "/sandbox/sms")
@@ -527,6 +529,9 @@ async fn inbound_sms_from_the_sandbox(app: TestApp) {
 async fn sms_to_a_platform_number_arrives_inbound(app: TestApp) {
     let alice = app.account().await;
     let bob = app.account().await;
+    // Their events are recorded while console feeds watch them (nobody subscribes).
+    app.watch_feed(&alice.sid).await;
+    app.watch_feed(&bob.sid).await;
     let bobs = buy(&app, &bob, "country=GB&type=mobile").await;
     let (status, _) = send_sms(
         &app,
@@ -761,13 +766,15 @@ async fn credit_of(app: &TestApp, acct: &TestAccount) -> String {
 }
 
 /// An event's payload is made for its recipients: the SMS worker writes the whole SMS
-/// object into the events a subscription or the SMS's own webhook receives, and into those
-/// nobody receives only the fields that name the SMS and its status. Every move still has
-/// its event, in the same transaction.
-async fn events_nobody_receives_keep_only_the_sms_hash_and_status(app: TestApp) {
+/// object into the events a subscription or the SMS's own webhook receives. An event nobody
+/// receives is written only while a console feed watches the account, with only the fields
+/// that name the SMS and its status; with no feed watching, nothing could ever read it, and
+/// it is not written. Each written event is in its move's transaction.
+async fn events_nobody_receives_are_written_only_while_a_feed_watches(app: TestApp) {
     use crate::webhooks::subscribe;
     let quiet = app.account().await;
     let heard = app.account().await;
+    let watched = app.account().await;
     subscribe(
         &app,
         &heard,
@@ -785,10 +792,16 @@ async fn events_nobody_receives_keep_only_the_sms_hash_and_status(app: TestApp) 
         json!(null),
     )
     .await;
+    app.watch_feed(&watched.sid).await;
     let plain = json!({"body": "Hello"});
     let own = json!({"body": "Hello", "webhook": {"endpoint": "https://example.org/own"}});
     let mut sids = Vec::new();
-    for (acct, body) in [(&quiet, &plain), (&heard, &plain), (&quiet, &own)] {
+    for (acct, body) in [
+        (&quiet, &plain),
+        (&heard, &plain),
+        (&quiet, &own),
+        (&watched, &plain),
+    ] {
         let (status, sms) = send_sms(&app, acct, "to=%2B33612345678", body.clone()).await;
         assert_eq!(status, 202, "{sms}");
         sids.push(sms["sid"].as_str().unwrap().to_uppercase());
@@ -796,6 +809,10 @@ async fn events_nobody_receives_keep_only_the_sms_hash_and_status(app: TestApp) 
     for _ in 0..4 {
         app.tick().await;
         app.clock.advance_ms(200);
+    }
+    for (acct, sid) in [(&quiet, &sids[0]), (&watched, &sids[3])] {
+        let sms = fetch(&app, acct, &sid.to_lowercase()).await;
+        assert_eq!(sms["status"], "delivered", "moved all the same: {sms}");
     }
     let statuses = ["PENDING", "SENT", "REMOTE_QUEUED", "DELIVERED"];
     let of = |events: &[Value], sid: &str| -> Vec<Value> {
@@ -807,10 +824,16 @@ async fn events_nobody_receives_keep_only_the_sms_hash_and_status(app: TestApp) 
     };
     let quiet_events = app.events(&quiet.sid, "sms.mt.status_update").await;
     let heard_events = app.events(&heard.sid, "sms.mt.status_update").await;
+    let watched_events = app.events(&watched.sid, "sms.mt.status_update").await;
+    assert_eq!(
+        of(&quiet_events, &sids[0]),
+        Vec::<Value>::new(),
+        "nobody receives them and no feed watches"
+    );
     for (events, whole) in [
-        (of(&quiet_events, &sids[0]), false),
         (of(&heard_events, &sids[1]), true),
         (of(&quiet_events, &sids[2]), true),
+        (of(&watched_events, &sids[3]), false),
     ] {
         let seen: Vec<&str> = events
             .iter()
@@ -892,6 +915,8 @@ async fn sends_at_once_short_of_credit_take_what_it_covers(app: TestApp) {
     let acct = app
         .account_with(json!({"name": "short", "credit": "20.00"}))
         .await;
+    // Its events are recorded while a console feed watches (nobody subscribes).
+    app.watch_feed(&acct.sid).await;
     let sends = (0..6).map(|i| {
         send_sms(
             &app,

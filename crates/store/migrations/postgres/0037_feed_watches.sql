@@ -1,0 +1,12 @@
+-- The accounts a console live feed watches, and until when. An event that no subscription
+-- and no per-SMS webhook receives was still written, for the live feeds alone: four rows an
+-- SMS on the simulated network, a sixth of what the SMS worker wrote and a share of every
+-- accepted SMS's own commit, read by nobody while no console was open (docs/benchmarks.md).
+-- Now such an event is written only while a feed watches its account: a node's feed reader
+-- writes the watch when a feed joins and renews it while one is open (`console/feed_hub.rs`),
+-- and the outbox reads it with the subscriptions (`events::Outbox`). One row an account,
+-- kept (a row per account that ever opened the console).
+CREATE TABLE feed_watches (
+    account_id BIGINT PRIMARY KEY,
+    until BIGINT NOT NULL
+);
