@@ -134,7 +134,8 @@ pub fn watch(conn: &mut dyn Conn, account_id: i64, until: Timestamp) -> Result<(
     };
     conn.execute(
         &format!(
-            "INSERT INTO feed_watches (account_id, until) VALUES ($1, $2)              ON CONFLICT (account_id) DO UPDATE SET until = {later}"
+            "INSERT INTO feed_watches (account_id, until) VALUES ($1, $2) \
+             ON CONFLICT (account_id) DO UPDATE SET until = {later}"
         ),
         params![account_id, until],
     )?;
