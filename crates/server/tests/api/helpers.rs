@@ -174,11 +174,16 @@ impl TestApp {
         (base, state)
     }
 
-    /// Records that a console live feed watches the account (for a day), as a feed joining
+    /// Records that a console live feed watches the account for a day, as a feed joining
     /// does: its events are recorded even when nobody receives them.
     pub(crate) async fn watch_feed(&self, account_sid: &str) {
+        self.watch_feed_for(account_sid, 86_400_000).await;
+    }
+
+    /// Records that a console live feed watches the account for the next `ms` milliseconds.
+    pub(crate) async fn watch_feed_for(&self, account_sid: &str, ms: i64) {
         let sid = dialtone_domain::Sid::parse(account_sid).expect("sid");
-        let until = dialtone_domain::clock::Clock::now(&self.clock).plus_ms(86_400_000);
+        let until = dialtone_domain::clock::Clock::now(&self.clock).plus_ms(ms);
         self.state
             .store
             .write(move |c| {

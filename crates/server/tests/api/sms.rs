@@ -768,8 +768,9 @@ async fn credit_of(app: &TestApp, acct: &TestAccount) -> String {
 /// An event's payload is made for its recipients: the SMS worker writes the whole SMS
 /// object into the events a subscription or the SMS's own webhook receives. An event nobody
 /// receives is written only while a console feed watches the account, with only the fields
-/// that name the SMS and its status; with no feed watching, nothing could ever read it, and
-/// it is not written. Each written event is in its move's transaction.
+/// that name the SMS and its status; with no feed watching (none ever did, or its watch ran
+/// out), nothing could ever read it, and it is not written. Each written event is in its
+/// move's transaction.
 async fn events_nobody_receives_are_written_only_while_a_feed_watches(app: TestApp) {
     use crate::webhooks::subscribe;
     let quiet = app.account().await;
@@ -792,7 +793,8 @@ async fn events_nobody_receives_are_written_only_while_a_feed_watches(app: TestA
         json!(null),
     )
     .await;
-    app.watch_feed(&watched.sid).await;
+    // Watched for the first SMS's four moves (0 to 600 ms), not for the next one's (800 ms on).
+    app.watch_feed_for(&watched.sid, 700).await;
     let plain = json!({"body": "Hello"});
     let own = json!({"body": "Hello", "webhook": {"endpoint": "https://example.org/own"}});
     let mut sids = Vec::new();
@@ -810,7 +812,18 @@ async fn events_nobody_receives_are_written_only_while_a_feed_watches(app: TestA
         app.tick().await;
         app.clock.advance_ms(200);
     }
-    for (acct, sid) in [(&quiet, &sids[0]), (&watched, &sids[3])] {
+    let (status, sms) = send_sms(&app, &watched, "to=%2B33612345678", plain.clone()).await;
+    assert_eq!(status, 202, "{sms}");
+    sids.push(sms["sid"].as_str().unwrap().to_uppercase());
+    for _ in 0..4 {
+        app.tick().await;
+        app.clock.advance_ms(200);
+    }
+    for (acct, sid) in [
+        (&quiet, &sids[0]),
+        (&watched, &sids[3]),
+        (&watched, &sids[4]),
+    ] {
         let sms = fetch(&app, acct, &sid.to_lowercase()).await;
         assert_eq!(sms["status"], "delivered", "moved all the same: {sms}");
     }
@@ -829,6 +842,11 @@ async fn events_nobody_receives_are_written_only_while_a_feed_watches(app: TestA
         of(&quiet_events, &sids[0]),
         Vec::<Value>::new(),
         "nobody receives them and no feed watches"
+    );
+    assert_eq!(
+        of(&watched_events, &sids[4]),
+        Vec::<Value>::new(),
+        "nobody receives them and the watch ran out"
     );
     for (events, whole) in [
         (of(&heard_events, &sids[1]), true),

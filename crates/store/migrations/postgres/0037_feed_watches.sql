@@ -1,7 +1,8 @@
 -- The accounts a console live feed watches, and until when. An event that no subscription
 -- and no per-SMS webhook receives was still written, for the live feeds alone: four rows an
--- SMS on the simulated network, a sixth of what the SMS worker wrote and a share of every
--- accepted SMS's own commit, read by nobody while no console was open (docs/benchmarks.md).
+-- SMS on the simulated network, one in the request's own commit and three in the SMS
+-- worker's, read by nobody while no console was open; they cost 12% of the SQLite writer's
+-- CPU per SMS and of PostgreSQL's (docs/benchmarks.md).
 -- Now such an event is written only while a feed watches its account: a node's feed reader
 -- writes the watch when a feed joins and renews it while one is open (`console/feed_hub.rs`),
 -- and the outbox reads it with the subscriptions (`events::Outbox`). One row an account,
