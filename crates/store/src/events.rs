@@ -119,9 +119,9 @@ struct Queued {
 pub struct Outbox {
     queued: Vec<Queued>,
     hooks: HashMap<(i64, &'static str), Vec<(i64, String)>>,
-    /// Until when a console feed watches each account whose subscriptions were read (`None`:
-    /// none does).
-    watched: HashMap<i64, Option<Timestamp>>,
+    /// Until when a console feed watches each account, among those whose subscriptions were
+    /// read (an account read and not here has no watch).
+    watched: HashMap<i64, Timestamp>,
 }
 
 /// Records that a console live feed of the account is open, or was until a moment ago,
@@ -273,9 +273,7 @@ impl Outbox {
             Some(false) => self
                 .watched
                 .get(&account_id)
-                .copied()
-                .flatten()
-                .is_some_and(|until| until > at),
+                .is_some_and(|until| *until > at),
         }
     }
 
@@ -327,12 +325,9 @@ impl Outbox {
                     .or_default()
                     .push((r.int(2)?, r.text(3)?)),
                 None => {
-                    self.watched.insert(account, Some(r.timestamp(2)?));
+                    self.watched.insert(account, r.timestamp(2)?);
                 }
             }
-        }
-        for &account in &accounts {
-            self.watched.entry(account).or_insert(None);
         }
         for &(account, event_type) in keys {
             if let std::collections::hash_map::Entry::Vacant(slot) =
