@@ -63,6 +63,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(35, "0035_deliveries_due_by_account"),
     migration!(36, "0036_sms_state"),
     migration!(37, "0037_feed_watches"),
+    migration!(38, "0038_sms_plans"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

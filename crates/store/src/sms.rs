@@ -1,5 +1,6 @@
 //! SMS, their status history, and approved alphanumeric senders.
 
+use dialtone_domain::sms::SmsStatus;
 use dialtone_domain::{Money, Sid, Timestamp};
 
 use crate::params;
@@ -55,6 +56,57 @@ pub struct Sms {
     pub delivered_at: Option<Timestamp>,
     /// Every status move, oldest first.
     pub history: Vec<StatusChange>,
+    /// The simulated network's `sent` planned at this time and not yet written (see
+    /// [`Sms::as_of`]).
+    pub plan_sent_at: Option<Timestamp>,
+    /// The simulated network's `remote-queued` planned at this time and not yet written.
+    pub plan_queued_at: Option<Timestamp>,
+}
+
+impl Sms {
+    /// The SMS as it is at `now`: its planned moves that are due by then applied (see
+    /// [`Sms::take_planned`]). Every read that shows an SMS or acts on its status reads it
+    /// so; only the worker that writes the planned moves reads the stored row as it is.
+    #[must_use]
+    pub fn as_of(mut self, now: Timestamp) -> Sms {
+        self.take_planned(Some(now));
+        self
+    }
+
+    /// Applies the planned moves due by `until` (all of them when `None`) to this SMS as it
+    /// was stored, and gives them, oldest first.
+    ///
+    /// Why plans: the simulated network's timetable is known when it takes an SMS. When
+    /// nothing receives an SMS's moves (no subscription, no webhook of its own, no console
+    /// feed watching), its `sent` and `remote-queued` are stored as times with the SMS
+    /// instead of being written each by the worker when due: the worker visits the SMS
+    /// once, for its last move, and writes the planned ones then, at their planned times.
+    /// Reads see the same statuses, at the same times, as if each had been written.
+    pub fn take_planned(&mut self, until: Option<Timestamp>) -> Vec<StatusChange> {
+        let due = |at: Option<Timestamp>| at.filter(|at| until.is_none_or(|u| *at <= u));
+        let mut taken = Vec::new();
+        for (at, new_status) in [
+            (due(self.plan_sent_at), SmsStatus::Sent),
+            (due(self.plan_queued_at), SmsStatus::RemoteQueued),
+        ] {
+            let Some(at) = at else { break };
+            let change = StatusChange {
+                old_status: std::mem::replace(&mut self.status, new_status.as_str().to_owned()),
+                new_status: new_status.as_str().to_owned(),
+                at,
+            };
+            if new_status == SmsStatus::Sent {
+                self.plan_sent_at = None;
+                self.sent_at = self.sent_at.or(Some(at));
+            } else {
+                self.plan_queued_at = None;
+            }
+            self.updated = at;
+            self.history.push(change.clone());
+            taken.push(change);
+        }
+        taken
+    }
 }
 
 /// The `history` column read as its moves.
@@ -93,6 +145,8 @@ crate::row_decoder! {
         sent_at: opt_timestamp("sent_at"),
         delivered_at: opt_timestamp("delivered_at"),
         history: history("history"),
+        plan_sent_at: opt_timestamp("plan_sent_at"),
+        plan_queued_at: opt_timestamp("plan_queued_at"),
     }
 }
 
@@ -139,11 +193,16 @@ pub struct NewSms {
     /// the part's number (from 1): its `message_ids` are written with the sid the insert
     /// draws. `None`: no network has it yet.
     pub part_ids: Option<fn(&str, usize) -> String>,
+    /// The simulated network's `sent` planned at this time (see [`Sms::take_planned`]).
+    pub plan_sent_at: Option<Timestamp>,
+    /// Its `remote-queued` planned at this time.
+    pub plan_queued_at: Option<Timestamp>,
 }
 
 /// The columns an SMS is inserted with, in the order of [`insert`]'s parameters.
 const INSERT_COLUMNS: &str = "sid, account_id, direction, sender, recipient, body, encoding, parts, traffic_type, status, \
-     user_data, flash, webhook_url, billing_debit, carrier, next_at, created, updated, delivered_at, history, message_ids";
+     user_data, flash, webhook_url, billing_debit, carrier, next_at, created, updated, delivered_at, history, message_ids, \
+     plan_sent_at, plan_queued_at";
 
 impl NewSms {
     /// When it last changed: its last move, else its creation at `now`.
@@ -203,6 +262,8 @@ fn stored(id: i64, sid: Sid, new: &NewSms, now: Timestamp) -> Sms {
         sent_at: None,
         delivered_at: new.delivered_at,
         history: new.history.clone(),
+        plan_sent_at: new.plan_sent_at,
+        plan_queued_at: new.plan_queued_at,
     }
 }
 
@@ -309,7 +370,7 @@ fn insert_one(
     conn.insert_id(
         &format!(
             "INSERT INTO sms ({INSERT_COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23) \
              ON CONFLICT (sid) DO NOTHING"
         ),
         params![
@@ -333,7 +394,9 @@ fn insert_one(
             new.updated(now),
             new.delivered_at,
             new.history_text(),
-            new.message_ids(sid)
+            new.message_ids(sid),
+            new.plan_sent_at,
+            new.plan_queued_at
         ],
     )
 }
@@ -382,6 +445,14 @@ fn insert_unnested(
         .text(
             "message_ids",
             rows.iter().map(|(sid, n, _)| n.message_ids(sid)),
+        )
+        .int(
+            "plan_sent_at",
+            int(|n| n.plan_sent_at.map(Timestamp::millis)),
+        )
+        .int(
+            "plan_queued_at",
+            int(|n| n.plan_queued_at.map(Timestamp::millis)),
         );
     // The SMS's messages and states in one statement. Each row is given its id first (the
     // same sequence as the message's identity), so its state is written by that id: a sid
@@ -396,8 +467,9 @@ fn insert_unnested(
          user_data, flash, webhook_url, billing_debit, carrier, created FROM t \
          ON CONFLICT (sid) DO NOTHING RETURNING id, sid), \
          state AS (INSERT INTO sms_state (sms_id, account_id, status, message_ids, next_at, updated, \
-         delivered_at, history) \
-         SELECT id, account_id, status, message_ids, next_at, updated, delivered_at, history FROM t \
+         delivered_at, history, plan_sent_at, plan_queued_at) \
+         SELECT id, account_id, status, message_ids, next_at, updated, delivered_at, history, \
+         plan_sent_at, plan_queued_at FROM t \
          WHERE id IN (SELECT id FROM ins)) \
          SELECT id, sid FROM ins",
         columns.unnest("u", 1)
@@ -413,23 +485,28 @@ fn insert_unnested(
         .collect())
 }
 
-/// An SMS of the account.
-pub fn get(conn: &mut dyn Conn, account_id: i64, sid: &Sid) -> Result<Option<Sms>, DbError> {
+/// An SMS of the account, as it is at `now` ([`Sms::as_of`]).
+pub fn get(
+    conn: &mut dyn Conn,
+    account_id: i64,
+    sid: &Sid,
+    now: Timestamp,
+) -> Result<Option<Sms>, DbError> {
     conn.query_opt(
         &format!("SELECT {COLUMNS} FROM sms WHERE account_id = $1 AND sid = $2"),
         params![account_id, sid],
     )?
-    .map(|r| from_row(&r))
+    .map(|r| from_row(&r).map(|sms| sms.as_of(now)))
     .transpose()
 }
 
-/// An SMS by its internal key.
-pub fn by_id(conn: &mut dyn Conn, id: i64) -> Result<Option<Sms>, DbError> {
+/// An SMS by its internal key, as it is at `now` ([`Sms::as_of`]).
+pub fn by_id(conn: &mut dyn Conn, id: i64, now: Timestamp) -> Result<Option<Sms>, DbError> {
     conn.query_opt(
         &format!("SELECT {COLUMNS} FROM sms WHERE id = $1"),
         params![id],
     )?
-    .map(|r| from_row(&r))
+    .map(|r| from_row(&r).map(|sms| sms.as_of(now)))
     .transpose()
 }
 
@@ -437,7 +514,9 @@ pub fn by_id(conn: &mut dyn Conn, id: i64) -> Result<Option<Sms>, DbError> {
 /// from `s` (`sms_state`), the message's from `message` (`sms_message` or a window of it),
 /// for the statements that join the two tables themselves instead of reading the view `sms`.
 fn qualified_columns(message: &str) -> String {
-    const STATE: [&str; 7] = [
+    const STATE: [&str; 9] = [
+        "plan_sent_at",
+        "plan_queued_at",
         "status",
         "status_error",
         "next_at",
@@ -555,7 +634,8 @@ pub fn history_line(old: &str, new: &str, at: Timestamp) -> String {
 const STATE_UPDATE: &str = "UPDATE sms_state s SET status = v.status, status_error = v.status_error, \
      next_at = v.next_at, updated = v.updated, sent_at = COALESCE(s.sent_at, v.sent_at), \
      delivered_at = COALESCE(s.delivered_at, v.delivered_at), history = s.history || v.lines, \
-     message_ids = COALESCE(v.message_ids, s.message_ids)";
+     message_ids = COALESCE(v.message_ids, s.message_ids), plan_sent_at = NULL, \
+     plan_queued_at = NULL";
 
 /// Writes the new states of moved SMS, one state per SMS (`Moves` keeps the last), which are
 /// their places in the queue too: on PostgreSQL one statement for any number (the columns
@@ -600,7 +680,8 @@ pub fn write_states(conn: &mut dyn Conn, states: &[StateWrite]) -> Result<(), Db
         conn.execute(
             "UPDATE sms SET status = $1, status_error = $2, next_at = $3, updated = $4, \
              sent_at = COALESCE(sent_at, $5), delivered_at = COALESCE(delivered_at, $6), \
-             history = history || $7, message_ids = COALESCE($8, message_ids) WHERE id = $9",
+             history = history || $7, message_ids = COALESCE($8, message_ids), \
+             plan_sent_at = NULL, plan_queued_at = NULL WHERE id = $9",
             params![
                 w.status.as_str(),
                 w.status_error.as_str(),
@@ -623,7 +704,7 @@ pub fn write_states(conn: &mut dyn Conn, states: &[StateWrite]) -> Result<(), Db
 pub fn unsent_by_network(conn: &mut dyn Conn) -> Result<Vec<(String, i64, Timestamp)>, DbError> {
     conn.query(
         "SELECT carrier, count(*), min(created) FROM sms_queue q JOIN sms ON sms.id = q.sms_id \
-         WHERE status IN ('created', 'pending') \
+         WHERE status IN ('created', 'pending') AND plan_sent_at IS NULL \
          GROUP BY carrier ORDER BY carrier",
         params![],
     )?
@@ -641,7 +722,7 @@ pub fn unsent_of_network(
     conn.query(
         &format!(
             "SELECT {COLUMNS} FROM (SELECT sms_id FROM sms_queue) q JOIN sms ON sms.id = q.sms_id \
-             WHERE status IN ('created', 'pending') \
+             WHERE status IN ('created', 'pending') AND plan_sent_at IS NULL \
              AND carrier = $1 ORDER BY id LIMIT {limit}{}",
             match conn.dialect() {
                 Dialect::Postgres => " FOR UPDATE OF sms",
@@ -780,7 +861,7 @@ impl SmsFilter {
     }
 
     /// Appends the conditions no index serves: sender, traffic type, status, body text.
-    fn narrow(&self, q: &mut SqlBuilder, dialect: crate::sql::Dialect) {
+    fn narrow(&self, q: &mut SqlBuilder, dialect: crate::sql::Dialect, now: Timestamp) {
         if let Some(from) = &self.from {
             q.push(" AND sender = ").bind(from.as_str());
         }
@@ -788,7 +869,13 @@ impl SmsFilter {
             q.push(" AND traffic_type = ").bind(t.as_str());
         }
         if let Some(s) = &self.status {
-            q.push(" AND status = ").bind(s.as_str());
+            // The status as it is at `now` (see `Sms::as_of`).
+            q.push(" AND (CASE WHEN plan_queued_at <= ")
+                .bind(now)
+                .push(" THEN 'remote-queued' WHEN plan_sent_at <= ")
+                .bind(now)
+                .push(" THEN 'sent' ELSE status END) = ")
+                .bind(s.as_str());
         }
         if let Some(text) = &self.contains {
             search::push_contains(q, dialect, "body", text);
@@ -796,9 +883,9 @@ impl SmsFilter {
     }
 }
 
-fn filtered(conn: &mut dyn Conn, account_id: i64, f: &SmsFilter) -> SqlBuilder {
+fn filtered(conn: &mut dyn Conn, account_id: i64, f: &SmsFilter, now: Timestamp) -> SqlBuilder {
     let mut q = indexed("sms", account_id, f);
-    f.narrow(&mut q, conn.dialect());
+    f.narrow(&mut q, conn.dialect(), now);
     q
 }
 
@@ -808,10 +895,12 @@ pub fn search(
     account_id: i64,
     f: &SmsFilter,
     paging: &Paging,
+    now: Timestamp,
 ) -> Result<(i64, Vec<Sms>), DbError> {
-    let q = filtered(conn, account_id, f);
+    let q = filtered(conn, account_id, f, now);
     let (total, rows) = search::page(conn, COLUMNS, &q, "id", paging)?;
-    Ok((total, rows.iter().map(from_row).collect::<Result<_, _>>()?))
+    let as_of = |r: &Row| from_row(r).map(|sms| sms.as_of(now));
+    Ok((total, rows.iter().map(as_of).collect::<Result<_, _>>()?))
 }
 
 /// Up to `limit` SMS matching, oldest first (the earlier interfaces' unpaged lists).
@@ -820,12 +909,13 @@ pub fn list(
     account_id: i64,
     f: &SmsFilter,
     limit: i64,
+    now: Timestamp,
 ) -> Result<Vec<Sms>, DbError> {
-    let mut q = filtered(conn, account_id, f);
+    let mut q = filtered(conn, account_id, f, now);
     q.push(" ORDER BY created, id LIMIT ").bind(limit);
     conn.query(&format!("SELECT {COLUMNS} {}", q.sql()), q.params())?
         .iter()
-        .map(from_row)
+        .map(|r| from_row(r).map(|sms| sms.as_of(now)))
         .collect()
 }
 
@@ -922,9 +1012,10 @@ pub fn newest(
     account_id: i64,
     f: &SmsFilter,
     keyset: &search::Keyset,
+    now: Timestamp,
 ) -> Result<search::Scanned<Sms>, DbError> {
     let dialect = conn.dialect();
-    let narrow = |q: &mut SqlBuilder| f.narrow(q, dialect);
+    let narrow = |q: &mut SqlBuilder| f.narrow(q, dialect, now);
     // On PostgreSQL a filtered page reads its window from `sms_message` alone and joins
     // each SMS's state to the window's rows only: through the view, the window (up to
     // `SCAN_WINDOW` rows) and the read of where it ended each joined every row they passed.
@@ -954,5 +1045,5 @@ pub fn newest(
             search::SCAN_WINDOW,
         )?
     };
-    scanned.try_map(from_row)
+    scanned.try_map(|r| from_row(r).map(|sms| sms.as_of(now)))
 }

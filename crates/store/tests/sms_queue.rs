@@ -114,7 +114,7 @@ async fn the_queue_follows_next_at(store: &Store) {
     let read = store
         .read({
             let sid = made[0].sid.clone();
-            move |c| sms::get(c, account, &sid)
+            move |c| sms::get(c, account, &sid, NOW)
         })
         .await
         .unwrap()

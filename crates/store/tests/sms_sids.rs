@@ -49,7 +49,7 @@ async fn taken_sids_are_drawn_again(store: &Store) {
         let read = store
             .read({
                 let sid = s.sid.clone();
-                move |c| sms::get(c, account, &sid)
+                move |c| sms::get(c, account, &sid, NOW)
             })
             .await
             .unwrap()

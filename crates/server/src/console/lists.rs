@@ -139,9 +139,10 @@ pub(super) async fn sms_list(
         status: q.status,
     };
     let account = caller.account.id;
+    let now = state.clock.now();
     let scanned = state
         .store
-        .read(move |c| sms::newest(c, account, &filter, &keyset))
+        .read(move |c| sms::newest(c, account, &filter, &keyset, now))
         .await?;
     Ok(Json(scanned_page(
         scanned,
@@ -326,9 +327,10 @@ pub(super) async fn sms_detail(
 ) -> AppResult<Json<Value>> {
     let sid = dialtone_domain::Sid::parse(&sid).ok_or_else(|| AppError::not_found("SMS"))?;
     let account = caller.account.id;
+    let now = state.clock.now();
     let s = state
         .store
-        .read(move |c| sms::get(c, account, &sid))
+        .read(move |c| sms::get(c, account, &sid, now))
         .await?
         .ok_or_else(|| AppError::not_found("SMS"))?;
     let history: Vec<Value> = s

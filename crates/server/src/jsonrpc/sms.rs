@@ -43,11 +43,12 @@ pub(crate) async fn get(call: &Call<'_>) -> Result<Value, RpcError> {
     let hash = call.string(0, "hash")?;
     let sid = Sid::parse(&hash).ok_or_else(|| RpcError::new(codes::NOT_FOUND, "SMS not found"))?;
     let account = call.caller.account.clone();
+    let now = call.state.clock.now();
     let found = call
         .state
         .store
         .read(move |c| {
-            let Some(s) = store::get(c, account.id, &sid)? else {
+            let Some(s) = store::get(c, account.id, &sid, now)? else {
                 return Ok(None);
             };
             Ok::<_, dialtone_store::DbError>(Some(legacy::sms_object(
@@ -95,11 +96,12 @@ pub(crate) async fn list(
     filter: SmsFilter,
 ) -> Result<Value, RpcError> {
     let account = account.clone();
+    let now = state.clock.now();
     let objects = state
         .store
         .read(move |c| {
             let mut out = Vec::new();
-            for s in store::list(c, account.id, &filter, 1000)? {
+            for s in store::list(c, account.id, &filter, 1000, now)? {
                 out.push(legacy::sms_object(&s, account.billing_mode.as_str()));
             }
             Ok::<_, dialtone_store::DbError>(out)

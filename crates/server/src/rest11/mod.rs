@@ -233,10 +233,11 @@ async fn one(
             let caller = caller(&headers, client, &state).await?;
             let sid = Sid::parse(&hash).ok_or_else(|| AppError::not_found("SMS"))?;
             let account = caller.account.clone();
+            let now = state.clock.now();
             state
                 .store
                 .read(move |c| {
-                    let Some(s) = store::get(c, account.id, &sid)? else {
+                    let Some(s) = store::get(c, account.id, &sid, now)? else {
                         return Ok(None);
                     };
                     Ok::<_, AppError>(Some(legacy::sms_object(&s, account.billing_mode.as_str())))

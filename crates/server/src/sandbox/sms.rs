@@ -76,9 +76,10 @@ pub(super) async fn left_the_platform(
         ..SmsFilter::default()
     };
     let account = caller.account.id;
+    let now = state.clock.now();
     let list = state
         .store
-        .read(move |c| store::list(c, account, &filter, 1000))
+        .read(move |c| store::list(c, account, &filter, 1000, now))
         .await?;
     Ok(Json(
         list.iter()

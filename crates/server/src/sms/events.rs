@@ -117,6 +117,13 @@ impl StatusEvents {
         Ok(())
     }
 
+    /// Whether an `sms.mt.status_update` of the account (to `own_hook`, an SMS's own
+    /// webhook) made at `at` would be written: see [`Outbox::records`] (true when the
+    /// account was not read).
+    pub(crate) fn records(&self, account_id: i64, own_hook: Option<&str>, at: Timestamp) -> bool {
+        self.outbox.records(account_id, MT_STATUS, own_hook, at)
+    }
+
     /// Writes the queued events and their deliveries.
     pub(crate) fn flush(&mut self, c: &mut dyn Conn) -> Result<(), DbError> {
         self.outbox.flush(c)

@@ -44,6 +44,8 @@ pub(crate) fn receive(
         delivered_at: Some(now),
         history: Vec::new(),
         part_ids: None,
+        plan_sent_at: None,
+        plan_queued_at: None,
     };
     let sms = store::insert(c, &new, now)?;
     let mut outbox = Outbox::default();

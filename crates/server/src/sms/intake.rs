@@ -5,15 +5,18 @@
 //! instead of a few statements (round trips on PostgreSQL) per SMS.
 //!
 //! An SMS for the simulated network, which answers without I/O, is handed to it in the same
-//! write ([`Intake::taken_after`]): stored `pending` with its move from `created`, the
+//! write ([`Intake::taken`]): stored `pending` with its move from `created`, the
 //! network's ids of its parts and the move's event, and due for its next status a step
 //! later. The SMS worker would otherwise read it back, move it and write it again at once,
 //! in a transaction of its own: a quarter of the SMS throughput on SQLite (docs/benchmarks.md).
+//! When nothing receives its moves (no subscription, no webhook of its own, no console feed
+//! watching), its `sent` and `remote-queued` are planned with it instead
+//! ([`Sms::take_planned`]) and it is due for its last move only.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use dialtone_carrier::Simulated;
+use dialtone_carrier::{Carrier, Simulated};
 use dialtone_domain::sms::{
     ALWAYS_ALLOWED_SENDER, Direction, Encoding, Sender, SmsStatus, TrafficType,
 };
@@ -73,11 +76,51 @@ pub(crate) struct Intake {
     pub shared_sender: Arc<str>,
     pub carrier: String,
     /// When the network takes the SMS as it is stored (the simulated network, for a
-    /// destination it does not refuse): how long after that its next status is due. The SMS
-    /// is then stored `pending`, with the move and its event. `None`: stored `created`, and
-    /// the SMS worker hands it to its network.
-    pub taken_after: Option<i64>,
+    /// destination it does not refuse): its timetable from `pending` on. The SMS is then
+    /// stored `pending`, with the move and its event. `None`: stored `created`, and the SMS
+    /// worker hands it to its network.
+    pub taken: Option<Timetable>,
     pub now: Timestamp,
+}
+
+/// The statuses a network that answers without I/O (the simulated network) moves an SMS
+/// through after `pending`, each with how long after the one before it falls due.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Timetable(pub Vec<(SmsStatus, i64)>);
+
+impl Timetable {
+    /// The simulated network's timetable for an SMS to `to` (its moves the seed's table
+    /// allows, at most four).
+    pub(crate) fn of(sim: &Simulated, to: &str) -> Timetable {
+        let mut steps = Vec::new();
+        let mut status = SmsStatus::Pending;
+        while let Some((next, after)) = sim.next_status(to, status) {
+            if !status.may_become(next) || steps.len() == 4 {
+                break;
+            }
+            steps.push((next, after));
+            status = next;
+        }
+        Timetable(steps)
+    }
+
+    /// For an SMS taken at `at`: when its `sent` and `remote-queued` fall due, when they can
+    /// be planned (each is followed by another move, which the worker writes with them), and
+    /// when the worker is due for the first move not planned. `None` when the first move is
+    /// not `sent` or is the last one (nothing to plan).
+    fn plan(&self, at: Timestamp) -> Option<(Timestamp, Option<Timestamp>, Timestamp)> {
+        let [(SmsStatus::Sent, a1), (second, a2), rest @ ..] = self.0.as_slice() else {
+            return None;
+        };
+        let sent = at.plus_ms(*a1);
+        match (second, rest.first()) {
+            (SmsStatus::RemoteQueued, Some((_, a3))) => {
+                let queued = sent.plus_ms(*a2);
+                Some((sent, Some(queued), queued.plus_ms(*a3)))
+            }
+            _ => Some((sent, None, sent.plus_ms(*a2))),
+        }
+    }
 }
 
 /// The sender asked for, as the key of its resolution within a group.
@@ -138,6 +181,7 @@ impl Coalesced for Intake {
                 }
             }
         }
+        let events = receivers_of_taken(c, items)?;
         let mut results: Vec<Option<Result<Stored, AppError>>> = Vec::with_capacity(items.len());
         let mut rows = Vec::new();
         let mut row_of = Vec::new();
@@ -171,7 +215,7 @@ impl Coalesced for Intake {
                 .sms_price
                 .checked_mul(item.parts)
                 .ok_or_else(|| AppError::internal("price overflow"))?;
-            rows.push((new_sms(item, from, price), item.now));
+            rows.push((new_sms(item, from, price, &events), item.now));
             row_of.push(i);
             results.push(None);
         }
@@ -202,12 +246,24 @@ impl Coalesced for Intake {
             );
         }
         store::delete_new(c, &refused)?;
-        queue_taken(c, &results)?;
+        queue_taken(c, &results, events)?;
         Ok(results
             .into_iter()
             .map(|r| r.unwrap_or_else(|| Err(AppError::internal("an SMS of the group was lost"))))
             .collect())
     }
+}
+
+/// Who receives the moves of the group's SMS that the network takes as they are stored
+/// (read once for the group): those nobody receives are stored with their moves planned
+/// (see `Sms::take_planned`), and the moves' events use what is read.
+fn receivers_of_taken(c: &mut dyn Conn, items: &[Intake]) -> Result<StatusEvents, DbError> {
+    let mut events = StatusEvents::default();
+    let taken = items.iter().filter(|i| i.taken.is_some());
+    if taken.clone().next().is_some() {
+        events.read_accounts(c, taken.map(|i| i.account_id))?;
+    }
+    Ok(events)
 }
 
 /// Writes the event of each SMS of the group its network took as it was stored (see
@@ -217,6 +273,7 @@ impl Coalesced for Intake {
 fn queue_taken(
     c: &mut dyn Conn,
     results: &[Option<Result<Stored, AppError>>],
+    mut events: StatusEvents,
 ) -> Result<(), AppError> {
     let taken: Vec<&Sms> = results
         .iter()
@@ -230,8 +287,6 @@ fn queue_taken(
     if taken.is_empty() {
         return Ok(());
     }
-    let mut events = StatusEvents::default();
-    events.read_accounts(c, taken.iter().map(|s| s.account_id))?;
     for sms in taken {
         events.queue(c, sms, sms.updated)?;
     }
@@ -239,11 +294,21 @@ fn queue_taken(
     Ok(())
 }
 
-fn new_sms(item: &Intake, from: String, price: Money) -> NewSms {
-    let (status, next_at, history, part_ids) = match item.taken_after {
-        Some(after) => (
+fn new_sms(item: &Intake, from: String, price: Money, events: &StatusEvents) -> NewSms {
+    let webhook = item.out.webhook_url.as_deref();
+    // Planned when nothing would read the moves' events as they are made.
+    let plan = item
+        .taken
+        .as_ref()
+        .filter(|_| !events.records(item.account_id, webhook, item.now))
+        .and_then(|t| t.plan(item.now));
+    let (status, next_at, history, part_ids) = match &item.taken {
+        Some(timetable) => (
             SmsStatus::Pending,
-            item.now.plus_ms(after),
+            match plan {
+                Some((_, _, due)) => due,
+                None => item.now.plus_ms(timetable.0.first().map_or(0, |s| s.1)),
+            },
             vec![StatusChange {
                 old_status: SmsStatus::Created.as_str().to_owned(),
                 new_status: SmsStatus::Pending.as_str().to_owned(),
@@ -272,6 +337,8 @@ fn new_sms(item: &Intake, from: String, price: Money) -> NewSms {
         delivered_at: None,
         history,
         part_ids,
+        plan_sent_at: plan.map(|p| p.0),
+        plan_queued_at: plan.and_then(|p| p.1),
     }
 }
 

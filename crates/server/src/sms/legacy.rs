@@ -257,6 +257,8 @@ mod tests {
                     at: t.plus_ms(400),
                 },
             ],
+            plan_sent_at: None,
+            plan_queued_at: None,
         }
     }
 

@@ -230,6 +230,29 @@ pub(crate) fn apply(
     Ok(moved)
 }
 
+/// Writes the moves planned with `sms` ([`Sms::take_planned`]), each at its planned time
+/// and with its event (written when someone receives it now, or a console feed watched the
+/// account at that time), before the worker makes its next move; gives the SMS as moved.
+pub(crate) fn apply_planned(
+    c: &mut dyn Conn,
+    state: &AppState,
+    moves: &mut Moves,
+    sms: Sms,
+) -> Result<Sms, AppError> {
+    let planned = sms.clone().take_planned(None);
+    let mut moved = Sms {
+        plan_sent_at: None,
+        plan_queued_at: None,
+        ..sms
+    };
+    for step in planned {
+        let next = SmsStatus::parse(&step.new_status)
+            .ok_or_else(|| AppError::internal("a planned move to an unknown status"))?;
+        moved = apply(c, state, moves, &moved, next, "", step.at)?;
+    }
+    Ok(moved)
+}
+
 /// The SMS as handed to its network: the text split into its parts, and the concatenation
 /// reference every submission of it carries.
 pub(crate) fn outbound(sms: &Sms) -> OutboundSms {

@@ -3,13 +3,13 @@
 
 use std::sync::Arc;
 
-use dialtone_carrier::{Carrier, Simulated};
+use dialtone_carrier::Simulated;
 use dialtone_domain::account::AccountStatus;
 use dialtone_domain::sms::{Sender, SmsStatus, layout};
 use dialtone_store::accounts::Account;
 use dialtone_store::sms::Sms;
 
-use super::intake::{Intake, Outgoing, Stored};
+use super::intake::{Intake, Outgoing, Stored, Timetable};
 use super::text::text_error;
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::networks::SIMULATED;
@@ -59,12 +59,12 @@ async fn send_as(
         .ok_or_else(|| AppError::invalid("to", "no route to this destination"))?;
     let shared_sender: Arc<str> = state.config.shared_sender.as_str().into();
     // The simulated network takes the SMS in the write that stores it (see `intake`).
-    let taken_after = state
+    let taken = state
         .networks
         .simulated()
         .filter(|_| carrier == SIMULATED && Simulated::takes(out.to.as_str()))
-        .and_then(|sim| sim.next_status(out.to.as_str(), SmsStatus::Pending))
-        .map(|(_, after)| after);
+        .map(|sim| Timetable::of(sim, out.to.as_str()))
+        .filter(|t| !t.0.is_empty());
     // Priced from the rate table in memory; the write checks that the table is still the
     // database's, else the table is loaded again and the write made again (an import
     // between the two), so the price is the one in force when the SMS is stored.
@@ -95,7 +95,7 @@ async fn send_as(
             auth_version,
             shared_sender: shared_sender.clone(),
             carrier: carrier.clone(),
-            taken_after,
+            taken: taken.clone(),
             now,
         };
         match state.sms_intake.run(item).await? {

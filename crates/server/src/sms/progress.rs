@@ -12,7 +12,7 @@ use dialtone_carrier::Carrier;
 use dialtone_domain::sms::SmsStatus;
 use dialtone_store::sms as store;
 
-use super::moves::{Moves, apply, outbound, settle_now, simulated_carrier};
+use super::moves::{Moves, apply, apply_planned, outbound, settle_now, simulated_carrier};
 use crate::error::AppError;
 use crate::state::AppState;
 
@@ -63,6 +63,11 @@ pub(crate) async fn tick(state: &AppState) -> anyhow::Result<usize> {
                 .read_accounts(c, due.iter().map(|s| s.account_id))?;
             for sms in due {
                 moved += 1;
+                let sms = if sms.plan_sent_at.is_some() {
+                    apply_planned(c, &st, &mut moves, sms)?
+                } else {
+                    sms
+                };
                 let current = SmsStatus::parse(&sms.status).unwrap_or(SmsStatus::Created);
                 if current.is_final() {
                     moves.reschedule(c, &sms, None)?;

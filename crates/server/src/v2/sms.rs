@@ -9,7 +9,7 @@ use dialtone_store::sms::{self as store, Sms, SmsFilter};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::common::{SortOrder, by_sid, search_page};
+use super::common::{SortOrder, path_sid, search_page};
 use crate::error::{AppError, AppResult};
 use crate::http::auth::{Caller, SendCaller};
 use crate::http::extract::{Checks, QueryString, json_body};
@@ -392,8 +392,9 @@ pub(crate) async fn search(
         Sort::Updated => "updated",
     };
     let account = caller.account.id;
+    let now = state.clock.now();
     search_page(&state, &page, column, move |c, paging| {
-        store::search(c, account, &filter, paging)
+        store::search(c, account, &filter, paging, now)
     })
     .await
 }
@@ -406,6 +407,12 @@ pub(crate) async fn get(
     caller: Caller,
     Path(sid): Path<String>,
 ) -> AppResult<Json<SmsView>> {
-    let sms = by_sid(&state, caller.account.id, &sid, "SMS", store::get).await?;
+    let sid = path_sid(&sid, "SMS")?;
+    let (account, now) = (caller.account.id, state.clock.now());
+    let sms = state
+        .store
+        .read(move |c| store::get(c, account, &sid, now))
+        .await?
+        .ok_or_else(|| AppError::not_found("SMS"))?;
     Ok(Json((&sms).into()))
 }

@@ -595,7 +595,7 @@ async fn the_sweep_waiting_for_an_sms_holds_no_receipt() {
             )?
             .expect("account");
             let sid = dialtone_domain::Sid::parse(&sid).expect("sid");
-            let sms = dialtone_store::sms::get(c, account.id, &sid)?.expect("sms");
+            let sms = dialtone_store::sms::get(c, account.id, &sid, now)?.expect("sms");
             let key = dialtone_carrier::smpp::receipt::id_key("held-1");
             dialtone_store::sms_parts::insert(c, sms.id, "held", 1, &key, now)?;
             let kept = dialtone_store::smpp_receipts::NewReceipt {

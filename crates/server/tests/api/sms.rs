@@ -8,6 +8,7 @@ use crate::helpers::{TestAccount, TestApp, assert_error, send};
 
 both_backends!(
     an_sms_progresses_to_delivered_with_events,
+    moves_nobody_receives_are_planned_and_read_on_time,
     magic_destinations_pick_their_fate,
     bad_sends_are_refused_and_change_nothing,
     senders_need_approval_or_ownership,
@@ -66,6 +67,101 @@ pub(crate) async fn buy(app: &TestApp, acct: &TestAccount, query: &str) -> Strin
     .await;
     assert_eq!(status, 200, "{bought}");
     bought["numbers"][0]["e164"].as_str().unwrap().to_owned()
+}
+
+/// An SMS whose moves nobody receives is stored with its `sent` and `remote-queued` planned
+/// (the simulated network's timetable is known as it takes the SMS): every read shows them
+/// at their times, with no worker between, and the worker writes them with the last move,
+/// at their planned times. A subscription made meanwhile receives them then, in order.
+/// An SMS whose moves are received is moved by the worker, each move when due.
+async fn moves_nobody_receives_are_planned_and_read_on_time(app: TestApp) {
+    let acct = app.account().await;
+    let (status, sms) = send_sms(&app, &acct, "to=%2B33612345678", json!({"body": "Hi"})).await;
+    assert_eq!(status, 202, "{sms}");
+    let sid = sms["sid"].as_str().unwrap().to_owned();
+    // The moves as the JSON-RPC interface shows them: (new status, when).
+    let history = |sid: String| {
+        let (app, acct) = (&app, &acct);
+        async move {
+            let rpc = crate::jsonrpc::rpc(app, acct, "sms.get", json!([sid])).await;
+            let moves = rpc["result"]["status_history"].as_array().unwrap().clone();
+            let moves: Vec<(String, String)> = moves
+                .iter()
+                .map(|h| {
+                    let field = |f: &str| h[f].as_str().unwrap().to_owned();
+                    (field("new_status"), field("updated_at"))
+                })
+                .collect();
+            (rpc["result"]["status"].as_str().unwrap().to_owned(), moves)
+        }
+    };
+    let listed = |status: &'static str| {
+        let (app, acct) = (&app, &acct);
+        async move {
+            let (code, body) = send(app.req(
+                acct,
+                Method::GET,
+                &format!("/v2.0/sms?direction=outbound&createdAfter=2025-06-01T00:00:00Z&createdBefore=2025-06-02T00:00:00Z&status={status}"),
+            ))
+            .await;
+            assert_eq!(code, 200, "{body}");
+            body["total"].as_i64().unwrap()
+        }
+    };
+    assert_eq!(fetch(&app, &acct, &sid).await["status"], "pending");
+    assert_eq!(history(sid.clone()).await.1.len(), 1);
+    // No tick: the reads alone show the planned moves once due.
+    app.clock.advance_ms(199);
+    assert_eq!(fetch(&app, &acct, &sid).await["status"], "pending");
+    app.clock.advance_ms(1);
+    let s = fetch(&app, &acct, &sid).await;
+    assert_eq!(s["status"], "sent");
+    assert_eq!(s["sentAt"], "2025-06-01T12:00:00.200Z");
+    assert_eq!(s["updated"], "2025-06-01T12:00:00.200Z");
+    assert_eq!((listed("sent").await, listed("pending").await), (1, 0));
+    // The other interfaces read it so too.
+    let (status, moves) = history(sid.clone()).await;
+    assert_eq!((status.as_str(), moves.len()), ("SENT", 2));
+    // Someone subscribes while the SMS is on its way.
+    let hook = "https://example.org/late";
+    crate::webhooks::subscribe(&app, &acct, "sms.mt.status_update", hook, json!(null)).await;
+    app.clock.advance_ms(200);
+    let s = fetch(&app, &acct, &sid).await;
+    assert_eq!(s["status"], "remote-queued");
+    assert_eq!(listed("remote-queued").await, 1);
+    app.clock.advance_ms(200);
+    assert_eq!(
+        fetch(&app, &acct, &sid).await["status"],
+        "remote-queued",
+        "the last move is the worker's"
+    );
+    app.tick().await;
+    let s = fetch(&app, &acct, &sid).await;
+    assert_eq!(s["status"], "delivered");
+    assert_eq!(s["deliveredAt"], "2025-06-01T12:00:00.600Z");
+    let (_, moves) = history(sid.clone()).await;
+    let want = [
+        ("PENDING", "2025-06-01 12:00:00.000"),
+        ("SENT", "2025-06-01 12:00:00.200"),
+        ("REMOTE_QUEUED", "2025-06-01 12:00:00.400"),
+        ("DELIVERED", "2025-06-01 12:00:00.600"),
+    ];
+    assert_eq!(moves, want.map(|(a, b)| (a.to_owned(), b.to_owned())));
+    // The moves made before the subscription were written for it with the last one.
+    let events = app.events(&acct.sid, "sms.mt.status_update").await;
+    let statuses: Vec<&str> = events
+        .iter()
+        .map(|e| e["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["SENT", "REMOTE_QUEUED", "DELIVERED"]);
+
+    // Received from the start (the subscription): nothing planned, the worker moves it.
+    let (_, sms) = send_sms(&app, &acct, "to=%2B33612345678", json!({"body": "Hi"})).await;
+    let sid = sms["sid"].as_str().unwrap().to_owned();
+    app.clock.advance_ms(200);
+    assert_eq!(fetch(&app, &acct, &sid).await["status"], "pending");
+    app.tick().await;
+    assert_eq!(fetch(&app, &acct, &sid).await["status"], "sent");
 }
 
 async fn an_sms_progresses_to_delivered_with_events(app: TestApp) {
@@ -404,8 +500,12 @@ async fn search_filters_and_required_parameters(app: TestApp) {
     assert_eq!(total("&contains=GOODBYE".into()).await["total"], 1);
     assert_eq!(total("&contains=50%25".into()).await["total"], 1);
     assert_eq!(total("&trafficType=alerting".into()).await["total"], 1);
-    // The simulated network took each as it was stored.
-    assert_eq!(total("&status=pending".into()).await["total"], 3);
+    // The simulated network took each as it was stored, and the first two (taken 2 s and
+    // 1 s ago) are past their planned `sent` and `remote-queued` (nothing receives their
+    // moves), though the worker has not run: their last move is the worker's.
+    assert_eq!(total("&status=pending".into()).await["total"], 1);
+    assert_eq!(total("&status=remote-queued".into()).await["total"], 2);
+    assert_eq!(total("&status=sent".into()).await["total"], 0);
     assert_eq!(total("&status=created".into()).await["total"], 0);
     assert_eq!(total("&status=delivered".into()).await["total"], 0);
     assert_eq!(total("&from=%2B447700900000".into()).await["total"], 3);
@@ -602,6 +702,10 @@ async fn multipart_and_unicode_are_billed_per_part(app: TestApp) {
 async fn one_accounts_backlog_does_not_hold_back_anothers_sms(app: TestApp) {
     let heavy = app.account().await;
     let light = app.account().await;
+    // Watched, so that the worker makes every move (nothing is planned: see
+    // `moves_nobody_receives_are_planned_and_read_on_time`).
+    app.watch_feed(&heavy.sid).await;
+    app.watch_feed(&light.sid).await;
     let mut burst = Vec::new();
     for _ in 0..260 {
         let (status, sms) =

@@ -76,5 +76,7 @@ pub(crate) fn outbound_sms(account_id: i64, next_at: Option<Timestamp>) -> NewSm
         delivered_at: None,
         history: Vec::new(),
         part_ids: None,
+        plan_sent_at: None,
+        plan_queued_at: None,
     }
 }
