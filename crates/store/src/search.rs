@@ -24,6 +24,19 @@ pub fn page(
     id_column: &str,
     paging: &Paging,
 ) -> Result<(i64, Vec<Row>), DbError> {
+    page_sorted_by(conn, columns, filter, id_column, paging, paging.sort_column)
+}
+
+/// [`page`] sorted by `sort` (a column or an expression of the rows) instead of the
+/// paging's column: for a sort key that is not stored as it reads.
+pub fn page_sorted_by(
+    conn: &mut dyn Conn,
+    columns: &str,
+    filter: &SqlBuilder,
+    id_column: &str,
+    paging: &Paging,
+    sort: &str,
+) -> Result<(i64, Vec<Row>), DbError> {
     let count_sql = format!("SELECT COUNT(*) {}", filter.sql());
     let total = conn.query_one(&count_sql, filter.params())?.int(0)?;
     if total <= paging.offset {
@@ -34,7 +47,7 @@ pub fn page(
     let sql = format!(
         "SELECT {columns} {} ORDER BY {} {dir}, {id_column} {dir} LIMIT ${} OFFSET ${}",
         filter.sql(),
-        paging.sort_column,
+        sort,
         n + 1,
         n + 2
     );

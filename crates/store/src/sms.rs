@@ -550,7 +550,8 @@ static STATE_LOCKING: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| 
 
 /// An SMS by its internal key, locked until the transaction ends (on PostgreSQL; SQLite's
 /// single writer serialises anyway): what moves an SMS outside the worker's claim (a
-/// receipt, the end of a submission) reads it so, and so sees the other's move.
+/// receipt, the end of a submission) reads it so, and so sees the other's move. Read as
+/// stored: only SMS of real networks are moved so, and they have no planned moves.
 pub fn by_id_locked(conn: &mut dyn Conn, id: i64) -> Result<Option<Sms>, DbError> {
     let sql = match conn.dialect() {
         Dialect::Postgres => format!(
@@ -763,7 +764,8 @@ pub fn due(
     Ok((due_among(conn, now, &walk.ids)?, walk.last_account))
 }
 
-/// Of the SMS `ids`, those due at `now`, claimed as [`due`] claims them (on PostgreSQL,
+/// Of the SMS `ids`, those due at `now` as stored (their planned moves not applied: the
+/// worker writes them), claimed as [`due`] claims them (on PostgreSQL,
 /// locked, skipping any another transaction holds). Found through the primary key only, and
 /// due by their own `next_at`: a claim of the SMS a node knows to be due does not walk the
 /// entries that its earlier moves left dead at the head of the queue's due index (see
@@ -889,7 +891,7 @@ fn filtered(conn: &mut dyn Conn, account_id: i64, f: &SmsFilter, now: Timestamp)
     q
 }
 
-/// A page of the account's SMS.
+/// A page of the account's SMS, as they are at `now` ([`Sms::as_of`]).
 pub fn search(
     conn: &mut dyn Conn,
     account_id: i64,
@@ -898,12 +900,24 @@ pub fn search(
     now: Timestamp,
 ) -> Result<(i64, Vec<Sms>), DbError> {
     let q = filtered(conn, account_id, f, now);
-    let (total, rows) = search::page(conn, COLUMNS, &q, "id", paging)?;
+    // `updated` as reads show it: the last planned move due by `now`, when there is one
+    // (an integer written into the text: it names no value a client chose).
+    let updated_as_read = format!(
+        "(CASE WHEN plan_queued_at <= {n} THEN plan_queued_at \
+         WHEN plan_sent_at <= {n} THEN plan_sent_at ELSE updated END)",
+        n = now.millis()
+    );
+    let sort = match paging.sort_column {
+        "updated" => updated_as_read.as_str(),
+        column => column,
+    };
+    let (total, rows) = search::page_sorted_by(conn, COLUMNS, &q, "id", paging, sort)?;
     let as_of = |r: &Row| from_row(r).map(|sms| sms.as_of(now));
     Ok((total, rows.iter().map(as_of).collect::<Result<_, _>>()?))
 }
 
-/// Up to `limit` SMS matching, oldest first (the earlier interfaces' unpaged lists).
+/// Up to `limit` SMS matching, oldest first (the earlier interfaces' unpaged lists), as they are
+/// at `now`.
 pub fn list(
     conn: &mut dyn Conn,
     account_id: i64,
@@ -1006,7 +1020,7 @@ pub fn numbers_in_countries(
 
 /// A page of the account's SMS newest first, from after `keyset`'s (created, id): the
 /// console's list, through the (account, direction, created) index at any depth; filters no
-/// index serves read at most [`search::SCAN_WINDOW`] rows a page.
+/// index serves read at most [`search::SCAN_WINDOW`] rows a page. As they are at `now`.
 pub fn newest(
     conn: &mut dyn Conn,
     account_id: i64,

@@ -267,7 +267,7 @@ fn receivers_of_taken(c: &mut dyn Conn, items: &[Intake]) -> Result<StatusEvents
 }
 
 /// Writes the event of each SMS of the group its network took as it was stored (see
-/// [`Intake::taken_after`]): the move's `sms.mt.status_update`, with the whole SMS object
+/// [`Intake::taken`]): the move's `sms.mt.status_update`, with the whole SMS object
 /// for the accounts that receive it and the SMS's `hash` and `status` for the others, as
 /// the SMS worker writes its moves' ([`StatusEvents`]).
 fn queue_taken(

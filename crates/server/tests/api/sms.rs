@@ -9,6 +9,7 @@ use crate::helpers::{TestAccount, TestApp, assert_error, send};
 both_backends!(
     an_sms_progresses_to_delivered_with_events,
     moves_nobody_receives_are_planned_and_read_on_time,
+    a_search_by_updated_sorts_planned_moves_as_reads_show_them,
     magic_destinations_pick_their_fate,
     bad_sends_are_refused_and_change_nothing,
     senders_need_approval_or_ownership,
@@ -162,6 +163,43 @@ async fn moves_nobody_receives_are_planned_and_read_on_time(app: TestApp) {
     assert_eq!(fetch(&app, &acct, &sid).await["status"], "pending");
     app.tick().await;
     assert_eq!(fetch(&app, &acct, &sid).await["status"], "sent");
+}
+
+/// `updated` as reads show it is what a search sorted by it sorts by: an SMS whose planned
+/// `sent` is due is later than one taken after it whose `sent` is not.
+async fn a_search_by_updated_sorts_planned_moves_as_reads_show_them(app: TestApp) {
+    let acct = app.account().await;
+    let mut sids = Vec::new();
+    for body in ["first", "second"] {
+        let (status, sms) = send_sms(&app, &acct, "to=%2B33612345678", json!({"body": body})).await;
+        assert_eq!(status, 202, "{sms}");
+        sids.push(sms["sid"].as_str().unwrap().to_owned());
+        app.clock.advance_ms(100);
+    }
+    app.clock.advance_ms(50);
+    let (status, page) = send(app.req(
+        &acct,
+        Method::GET,
+        "/v2.0/sms?direction=outbound&createdAfter=2025-06-01T00:00:00Z&createdBefore=2025-06-02T00:00:00Z&sort=updated&order=desc",
+    ))
+    .await;
+    assert_eq!(status, 200, "{page}");
+    let hits: Vec<(&str, &str, &str)> = page["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            let field = |f: &str| h[f].as_str().unwrap();
+            (field("sid"), field("status"), field("updated"))
+        })
+        .collect();
+    assert_eq!(
+        hits,
+        [
+            (sids[0].as_str(), "sent", "2025-06-01T12:00:00.200Z"),
+            (sids[1].as_str(), "pending", "2025-06-01T12:00:00.100Z"),
+        ]
+    );
 }
 
 async fn an_sms_progresses_to_delivered_with_events(app: TestApp) {
