@@ -24,18 +24,21 @@ pub fn page(
     id_column: &str,
     paging: &Paging,
 ) -> Result<(i64, Vec<Row>), DbError> {
-    page_sorted_by(conn, columns, filter, id_column, paging, paging.sort_column)
+    page_sorted_by(conn, columns, filter, id_column, paging, &|q| {
+        q.push(paging.sort_column);
+    })
 }
 
-/// [`page`] sorted by `sort` (a column or an expression of the rows) instead of the
-/// paging's column: for a sort key that is not stored as it reads.
+/// [`page`] sorted by what `sort` appends (a column, or an expression of the rows with its
+/// own bound values) instead of the paging's column: for a sort key that is not stored as it
+/// reads.
 pub fn page_sorted_by(
     conn: &mut dyn Conn,
     columns: &str,
     filter: &SqlBuilder,
     id_column: &str,
     paging: &Paging,
-    sort: &str,
+    sort: &dyn Fn(&mut SqlBuilder),
 ) -> Result<(i64, Vec<Row>), DbError> {
     let count_sql = format!("SELECT COUNT(*) {}", filter.sql());
     let total = conn.query_one(&count_sql, filter.params())?.int(0)?;
@@ -43,18 +46,16 @@ pub fn page_sorted_by(
         return Ok((total, Vec::new()));
     }
     let dir = if paging.descending { "DESC" } else { "ASC" };
-    let n = filter.params().len();
-    let sql = format!(
-        "SELECT {columns} {} ORDER BY {} {dir}, {id_column} {dir} LIMIT ${} OFFSET ${}",
-        filter.sql(),
-        sort,
-        n + 1,
-        n + 2
+    let mut q = SqlBuilder::continuing(
+        format!("SELECT {columns} {} ORDER BY ", filter.sql()),
+        filter.params().to_vec(),
     );
-    let mut params = filter.params().to_vec();
-    params.push(paging.limit.into());
-    params.push(paging.offset.into());
-    Ok((total, conn.query(&sql, &params)?))
+    sort(&mut q);
+    q.push(&format!(" {dir}, {id_column} {dir} LIMIT "))
+        .bind(paging.limit)
+        .push(" OFFSET ")
+        .bind(paging.offset);
+    Ok((total, conn.query(q.sql(), q.params())?))
 }
 
 /// Appends a case-insensitive "contains" condition on `column` (LIKE wildcards in the

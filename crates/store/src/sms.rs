@@ -83,13 +83,8 @@ impl Sms {
     /// once, for its last move, and writes the planned ones then, at their planned times.
     /// Reads see the same statuses, at the same times, as if each had been written.
     pub fn take_planned(&mut self, until: Option<Timestamp>) -> Vec<StatusChange> {
-        let due = |at: Option<Timestamp>| at.filter(|at| until.is_none_or(|u| *at <= u));
         let mut taken = Vec::new();
-        for (at, new_status) in [
-            (due(self.plan_sent_at), SmsStatus::Sent),
-            (due(self.plan_queued_at), SmsStatus::RemoteQueued),
-        ] {
-            let Some(at) = at else { break };
+        for (at, new_status) in self.planned(until) {
             let change = StatusChange {
                 old_status: std::mem::replace(&mut self.status, new_status.as_str().to_owned()),
                 new_status: new_status.as_str().to_owned(),
@@ -106,6 +101,19 @@ impl Sms {
             taken.push(change);
         }
         taken
+    }
+
+    /// The planned moves due by `until` (all of them when `None`), oldest first, as (when,
+    /// to what): `sent`, then `remote-queued`.
+    pub fn planned(&self, until: Option<Timestamp>) -> Vec<(Timestamp, SmsStatus)> {
+        let due = |at: Option<Timestamp>| at.filter(|at| until.is_none_or(|u| *at <= u));
+        [
+            (due(self.plan_sent_at), SmsStatus::Sent),
+            (due(self.plan_queued_at), SmsStatus::RemoteQueued),
+        ]
+        .into_iter()
+        .map_while(|(at, status)| at.map(|at| (at, status)))
+        .collect()
     }
 }
 
@@ -813,6 +821,28 @@ pub fn due_among(conn: &mut dyn Conn, now: Timestamp, ids: &[i64]) -> Result<Vec
     }
 }
 
+/// A column whose value as reads show it depends on the planned moves due (see
+/// [`Sms::as_of`]), for the statements that filter or sort by it.
+#[derive(Debug, Clone, Copy)]
+enum AsRead {
+    Status,
+    Updated,
+}
+
+/// Appends `column` as it is at `now`: the last planned move due by then, else the stored
+/// value (what [`Sms::take_planned`] does to a row read).
+fn push_as_read(q: &mut SqlBuilder, column: AsRead, now: Timestamp) {
+    let (queued, sent, stored) = match column {
+        AsRead::Status => ("'remote-queued'", "'sent'", "status"),
+        AsRead::Updated => ("plan_queued_at", "plan_sent_at", "updated"),
+    };
+    q.push("(CASE WHEN plan_queued_at <= ")
+        .bind(now)
+        .push(&format!(" THEN {queued} WHEN plan_sent_at <= "))
+        .bind(now)
+        .push(&format!(" THEN {sent} ELSE {stored} END)"));
+}
+
 /// Filters of an SMS search.
 #[derive(Debug, Clone, Default)]
 pub struct SmsFilter {
@@ -871,13 +901,9 @@ impl SmsFilter {
             q.push(" AND traffic_type = ").bind(t.as_str());
         }
         if let Some(s) = &self.status {
-            // The status as it is at `now` (see `Sms::as_of`).
-            q.push(" AND (CASE WHEN plan_queued_at <= ")
-                .bind(now)
-                .push(" THEN 'remote-queued' WHEN plan_sent_at <= ")
-                .bind(now)
-                .push(" THEN 'sent' ELSE status END) = ")
-                .bind(s.as_str());
+            q.push(" AND ");
+            push_as_read(q, AsRead::Status, now);
+            q.push(" = ").bind(s.as_str());
         }
         if let Some(text) = &self.contains {
             search::push_contains(q, dialect, "body", text);
@@ -900,18 +926,14 @@ pub fn search(
     now: Timestamp,
 ) -> Result<(i64, Vec<Sms>), DbError> {
     let q = filtered(conn, account_id, f, now);
-    // `updated` as reads show it: the last planned move due by `now`, when there is one
-    // (an integer written into the text: it names no value a client chose).
-    let updated_as_read = format!(
-        "(CASE WHEN plan_queued_at <= {n} THEN plan_queued_at \
-         WHEN plan_sent_at <= {n} THEN plan_sent_at ELSE updated END)",
-        n = now.millis()
-    );
-    let sort = match paging.sort_column {
-        "updated" => updated_as_read.as_str(),
-        column => column,
-    };
-    let (total, rows) = search::page_sorted_by(conn, COLUMNS, &q, "id", paging, sort)?;
+    let (total, rows) = search::page_sorted_by(conn, COLUMNS, &q, "id", paging, &|q| match paging
+        .sort_column
+    {
+        "updated" => push_as_read(q, AsRead::Updated, now),
+        column => {
+            q.push(column);
+        }
+    })?;
     let as_of = |r: &Row| from_row(r).map(|sms| sms.as_of(now));
     Ok((total, rows.iter().map(as_of).collect::<Result<_, _>>()?))
 }

@@ -239,16 +239,14 @@ pub(crate) fn apply_planned(
     moves: &mut Moves,
     sms: Sms,
 ) -> Result<Sms, AppError> {
-    let planned = sms.clone().take_planned(None);
+    let planned = sms.planned(None);
     let mut moved = Sms {
         plan_sent_at: None,
         plan_queued_at: None,
         ..sms
     };
-    for step in planned {
-        let next = SmsStatus::parse(&step.new_status)
-            .ok_or_else(|| AppError::internal("a planned move to an unknown status"))?;
-        moved = apply(c, state, moves, &moved, next, "", step.at)?;
+    for (at, next) in planned {
+        moved = apply(c, state, moves, &moved, next, "", at)?;
     }
     Ok(moved)
 }
