@@ -102,9 +102,12 @@ n, us, hz = int(n), int(us), int(hz)
 per = lambda a, b: 1e6 * (int(b) - int(a)) / hz / max(n, 1)
 con = sqlite3.connect(db)
 status = "status"
-if "plan_sent_at" in [c[1] for c in con.execute("PRAGMA table_info(sms)")]:
-    # Planned moves (migration 0038) count as made once due, as every read shows them.
-    status = ("CASE WHEN plan_queued_at <= :now THEN 'remote-queued' "
+columns = [c[1] for c in con.execute("PRAGMA table_info(sms)")]
+if "plan_sent_at" in columns:
+    # Planned moves (migrations 0038, 0039) count as made once due, as every read shows them.
+    delivered = ("WHEN plan_delivered_at <= :now THEN 'delivered' "
+                 if "plan_delivered_at" in columns else "")
+    status = (f"CASE {delivered}WHEN plan_queued_at <= :now THEN 'remote-queued' "
               "WHEN plan_sent_at <= :now THEN 'sent' ELSE status END")
 statuses = dict(con.execute(f"SELECT {status}, count(*) FROM sms GROUP BY 1", {"now": int(ended)}))
 print(f"{bin}: {n / (us / 1e6):.0f}/s p50 {float(p50) / 1000:.2f} ms p99 {float(p99) / 1000:.2f} ms"

@@ -184,6 +184,42 @@ pub(crate) const SMS_SETTLED: Finish = Finish {
     done: "sms WHERE next_at IS NULL AND direction = 'outbound'",
 };
 
+/// The id of the newest SMS (0 without any).
+pub(crate) async fn newest_sms(store: &Store) -> anyhow::Result<i64> {
+    let row = store
+        .read(|c| c.query_one("SELECT COALESCE(max(id), 0) FROM sms", params![]))
+        .await?;
+    Ok(row.int(0)?)
+}
+
+/// The SMS after `id` planned to a delivery still to come (table and filter).
+pub(crate) fn planned_after(id: i64) -> String {
+    let now = Timestamp::now_system().millis();
+    format!("sms WHERE id > {id} AND plan_delivered_at > {now}")
+}
+
+/// Waits until the planned delivery of the newest outbound SMS has come, when it has one;
+/// says whether it had.
+pub(crate) async fn wait_planned(store: &Store) -> anyhow::Result<bool> {
+    let row = store
+        .read(|c| {
+            c.query_opt(
+                "SELECT plan_delivered_at FROM sms WHERE direction = 'outbound' \
+                 ORDER BY id DESC LIMIT 1",
+                params![],
+            )
+        })
+        .await?;
+    let Some(at) = row.map(|r| r.opt_int(0)).transpose()?.flatten() else {
+        return Ok(false);
+    };
+    let wait = at - Timestamp::now_system().millis();
+    if wait > 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(wait.unsigned_abs())).await;
+    }
+    Ok(true)
+}
+
 /// Whether the database holds any row of `from` (a table and its filter): the poll of a
 /// wait, which stops at the first row still at work instead of counting them all (a count
 /// took 24-31 ms of PostgreSQL at each poll near the end of an SMS run, beside the work

@@ -43,7 +43,7 @@ pub fn add(
         );
         conn.query(
             "SELECT pg_advisory_xact_lock($1) IS NULL",
-            params![fnv1a(key.as_bytes())],
+            params![crate::sql::lock_key(key.as_bytes())],
         )?;
     }
     conn.execute(
@@ -90,14 +90,4 @@ pub fn add(
         which,
     )?;
     Ok(Some(whole))
-}
-
-/// FNV-1a, 64 bits: the same lock key on every node, whatever its build.
-fn fnv1a(bytes: &[u8]) -> i64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    i64::from_ne_bytes(h.to_ne_bytes())
 }

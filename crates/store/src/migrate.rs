@@ -64,6 +64,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(36, "0036_sms_state"),
     migration!(37, "0037_feed_watches"),
     migration!(38, "0038_sms_plans"),
+    migration!(39, "0039_sms_planned_delivery"),
 ];
 
 /// Applies every migration not yet applied; returns the versions applied now.

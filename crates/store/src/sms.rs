@@ -5,7 +5,7 @@ use dialtone_domain::{Money, Sid, Timestamp};
 
 use crate::params;
 use crate::search::{self, Paging};
-use crate::sql::{Conn, DbError, Dialect, Row, SqlBuilder};
+use crate::sql::{Conn, DbError, Dialect, Row, SqlBuilder, Value};
 
 /// An SMS as stored.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,6 +61,9 @@ pub struct Sms {
     pub plan_sent_at: Option<Timestamp>,
     /// The simulated network's `remote-queued` planned at this time and not yet written.
     pub plan_queued_at: Option<Timestamp>,
+    /// The simulated network's `delivered` planned at this time and never written: the
+    /// worker does not visit the SMS (see [`Sms::take_planned`]).
+    pub plan_delivered_at: Option<Timestamp>,
 }
 
 impl Sms {
@@ -81,7 +84,11 @@ impl Sms {
     /// feed watching), its `sent` and `remote-queued` are stored as times with the SMS
     /// instead of being written each by the worker when due: the worker visits the SMS
     /// once, for its last move, and writes the planned ones then, at their planned times.
-    /// Reads see the same statuses, at the same times, as if each had been written.
+    /// When moreover nothing on this platform owns its recipient (so its delivery causes
+    /// nothing) and its timetable ends in `delivered`, that move is planned too, and the
+    /// worker never visits it: a subscription or a console feed that appears before its
+    /// delivery makes that a visit again ([`unplan_deliveries`]). Reads see the same
+    /// statuses, at the same times, as if each had been written.
     pub fn take_planned(&mut self, until: Option<Timestamp>) -> Vec<StatusChange> {
         let mut taken = Vec::new();
         for (at, new_status) in self.planned(until) {
@@ -90,11 +97,16 @@ impl Sms {
                 new_status: new_status.as_str().to_owned(),
                 at,
             };
-            if new_status == SmsStatus::Sent {
-                self.plan_sent_at = None;
-                self.sent_at = self.sent_at.or(Some(at));
-            } else {
-                self.plan_queued_at = None;
+            match new_status {
+                SmsStatus::Sent => {
+                    self.plan_sent_at = None;
+                    self.sent_at = self.sent_at.or(Some(at));
+                }
+                SmsStatus::Delivered => {
+                    self.plan_delivered_at = None;
+                    self.delivered_at = self.delivered_at.or(Some(at));
+                }
+                _ => self.plan_queued_at = None,
             }
             self.updated = at;
             self.history.push(change.clone());
@@ -104,12 +116,13 @@ impl Sms {
     }
 
     /// The planned moves due by `until` (all of them when `None`), oldest first, as (when,
-    /// to what): `sent`, then `remote-queued`.
+    /// to what): `sent`, then `remote-queued`, then `delivered`.
     pub fn planned(&self, until: Option<Timestamp>) -> Vec<(Timestamp, SmsStatus)> {
         let due = |at: Option<Timestamp>| at.filter(|at| until.is_none_or(|u| *at <= u));
         [
             (due(self.plan_sent_at), SmsStatus::Sent),
             (due(self.plan_queued_at), SmsStatus::RemoteQueued),
+            (due(self.plan_delivered_at), SmsStatus::Delivered),
         ]
         .into_iter()
         .map_while(|(at, status)| at.map(|at| (at, status)))
@@ -155,6 +168,7 @@ crate::row_decoder! {
         history: history("history"),
         plan_sent_at: opt_timestamp("plan_sent_at"),
         plan_queued_at: opt_timestamp("plan_queued_at"),
+        plan_delivered_at: opt_timestamp("plan_delivered_at"),
     }
 }
 
@@ -205,12 +219,14 @@ pub struct NewSms {
     pub plan_sent_at: Option<Timestamp>,
     /// Its `remote-queued` planned at this time.
     pub plan_queued_at: Option<Timestamp>,
+    /// Its `delivered` planned at this time (then `next_at` is `None`).
+    pub plan_delivered_at: Option<Timestamp>,
 }
 
 /// The columns an SMS is inserted with, in the order of [`insert`]'s parameters.
 const INSERT_COLUMNS: &str = "sid, account_id, direction, sender, recipient, body, encoding, parts, traffic_type, status, \
      user_data, flash, webhook_url, billing_debit, carrier, next_at, created, updated, delivered_at, history, message_ids, \
-     plan_sent_at, plan_queued_at";
+     plan_sent_at, plan_queued_at, plan_delivered_at";
 
 impl NewSms {
     /// When it last changed: its last move, else its creation at `now`.
@@ -272,6 +288,7 @@ fn stored(id: i64, sid: Sid, new: &NewSms, now: Timestamp) -> Sms {
         history: new.history.clone(),
         plan_sent_at: new.plan_sent_at,
         plan_queued_at: new.plan_queued_at,
+        plan_delivered_at: new.plan_delivered_at,
     }
 }
 
@@ -378,7 +395,7 @@ fn insert_one(
     conn.insert_id(
         &format!(
             "INSERT INTO sms ({INSERT_COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24) \
              ON CONFLICT (sid) DO NOTHING"
         ),
         params![
@@ -404,7 +421,8 @@ fn insert_one(
             new.history_text(),
             new.message_ids(sid),
             new.plan_sent_at,
-            new.plan_queued_at
+            new.plan_queued_at,
+            new.plan_delivered_at
         ],
     )
 }
@@ -461,6 +479,10 @@ fn insert_unnested(
         .int(
             "plan_queued_at",
             int(|n| n.plan_queued_at.map(Timestamp::millis)),
+        )
+        .int(
+            "plan_delivered_at",
+            int(|n| n.plan_delivered_at.map(Timestamp::millis)),
         );
     // The SMS's messages and states in one statement. Each row is given its id first (the
     // same sequence as the message's identity), so its state is written by that id: a sid
@@ -475,9 +497,9 @@ fn insert_unnested(
          user_data, flash, webhook_url, billing_debit, carrier, created FROM t \
          ON CONFLICT (sid) DO NOTHING RETURNING id, sid), \
          state AS (INSERT INTO sms_state (sms_id, account_id, status, message_ids, next_at, updated, \
-         delivered_at, history, plan_sent_at, plan_queued_at) \
+         delivered_at, history, plan_sent_at, plan_queued_at, plan_delivered_at) \
          SELECT id, account_id, status, message_ids, next_at, updated, delivered_at, history, \
-         plan_sent_at, plan_queued_at FROM t \
+         plan_sent_at, plan_queued_at, plan_delivered_at FROM t \
          WHERE id IN (SELECT id FROM ins)) \
          SELECT id, sid FROM ins",
         columns.unnest("u", 1)
@@ -522,9 +544,10 @@ pub fn by_id(conn: &mut dyn Conn, id: i64, now: Timestamp) -> Result<Option<Sms>
 /// from `s` (`sms_state`), the message's from `message` (`sms_message` or a window of it),
 /// for the statements that join the two tables themselves instead of reading the view `sms`.
 fn qualified_columns(message: &str) -> String {
-    const STATE: [&str; 9] = [
+    const STATE: [&str; 10] = [
         "plan_sent_at",
         "plan_queued_at",
+        "plan_delivered_at",
         "status",
         "status_error",
         "next_at",
@@ -644,7 +667,7 @@ const STATE_UPDATE: &str = "UPDATE sms_state s SET status = v.status, status_err
      next_at = v.next_at, updated = v.updated, sent_at = COALESCE(s.sent_at, v.sent_at), \
      delivered_at = COALESCE(s.delivered_at, v.delivered_at), history = s.history || v.lines, \
      message_ids = COALESCE(v.message_ids, s.message_ids), plan_sent_at = NULL, \
-     plan_queued_at = NULL";
+     plan_queued_at = NULL, plan_delivered_at = NULL";
 
 /// Writes the new states of moved SMS, one state per SMS (`Moves` keeps the last), which are
 /// their places in the queue too: on PostgreSQL one statement for any number (the columns
@@ -690,7 +713,7 @@ pub fn write_states(conn: &mut dyn Conn, states: &[StateWrite]) -> Result<(), Db
             "UPDATE sms SET status = $1, status_error = $2, next_at = $3, updated = $4, \
              sent_at = COALESCE(sent_at, $5), delivered_at = COALESCE(delivered_at, $6), \
              history = history || $7, message_ids = COALESCE($8, message_ids), \
-             plan_sent_at = NULL, plan_queued_at = NULL WHERE id = $9",
+             plan_sent_at = NULL, plan_queued_at = NULL, plan_delivered_at = NULL WHERE id = $9",
             params![
                 w.status.as_str(),
                 w.status_error.as_str(),
@@ -706,6 +729,94 @@ pub fn write_states(conn: &mut dyn Conn, states: &[StateWrite]) -> Result<(), Db
     }
     // SQLite's queue is `next_at`, just written (migration 0033).
     Ok(())
+}
+
+/// Longest flight (from its taking to its delivery) of an SMS whose delivery is planned
+/// ([`Sms::take_planned`]): [`unplan_deliveries`] looks for planned deliveries among the
+/// SMS created in twice that time (the second half for nodes' clocks that differ).
+pub const PLANNED_FLIGHT_MAX_MS: i64 = 10_000;
+
+/// The key of the advisory lock (PostgreSQL) that orders the planning of an account's
+/// deliveries against what makes them visits again ([`unplan_deliveries`]).
+fn plans_lock_key(account_id: i64) -> i64 {
+    crate::sql::lock_key(format!("sms plans\n{account_id}").as_bytes())
+}
+
+/// Of `recipients`, those a number of this platform's inventory with an owner is: delivery
+/// to one reaches its owner, so an SMS to it is not planned to its delivery. On PostgreSQL
+/// the same statement first takes, shared until the transaction ends, the plan locks of
+/// `accounts` (whose SMS may be planned to their delivery): a subscription or a console
+/// feed of one of them, on any node, then either is seen by this transaction's later reads
+/// of who receives their moves, or waits for it to commit and finds its planned deliveries
+/// ([`unplan_deliveries`]).
+pub fn owned_recipients_locking_plans(
+    conn: &mut dyn Conn,
+    accounts: &[i64],
+    recipients: &[String],
+) -> Result<std::collections::HashSet<String>, DbError> {
+    let list = || crate::sql::Array::Text(recipients.iter().cloned().map(Some).collect());
+    let rows = match conn.dialect() {
+        Dialect::Postgres => {
+            let keys: Vec<i64> = accounts.iter().map(|a| plans_lock_key(*a)).collect();
+            // The locks on the outer side of a left join: taken even when no number matches.
+            conn.query(
+                "SELECT n.e164 FROM (SELECT count(pg_advisory_xact_lock_shared(k)) AS locked \
+                 FROM unnest($1::bigint[]) k) l \
+                 LEFT JOIN numbers n ON n.e164 = ANY($2::text[]) AND n.account_id IS NOT NULL",
+                &[Value::Array(crate::sql::ids(&keys)), Value::Array(list())],
+            )?
+        }
+        Dialect::Sqlite => {
+            if recipients.is_empty() {
+                return Ok(std::collections::HashSet::new());
+            }
+            let (among, params) = crate::sql::in_list(Dialect::Sqlite, "e164", 1, list());
+            conn.query(
+                &format!("SELECT e164 FROM numbers WHERE {among} AND account_id IS NOT NULL"),
+                &params,
+            )?
+        }
+    };
+    rows.iter()
+        .filter_map(|r| r.opt_text(0).transpose())
+        .collect::<Result<_, _>>()
+}
+
+/// Makes the planned deliveries of the account's SMS that are still to come visits of the
+/// worker again (due at their planned time, with their planned `sent` and `remote-queued`
+/// still written by that visit): something now receives their moves (a subscription to
+/// `sms.mt.status_update`, a console feed opened). Deliveries planned at or before `now`
+/// have happened; their events had nobody to reach. On PostgreSQL it first takes the
+/// account's plan lock, exclusive until the transaction ends: an intake on another node that
+/// may have planned deliveries of the account without seeing what this transaction adds has
+/// committed before this looks for them (see [`owned_recipients_locking_plans`]). Returns
+/// how many SMS it changed.
+pub fn unplan_deliveries(
+    conn: &mut dyn Conn,
+    account_id: i64,
+    now: Timestamp,
+) -> Result<u64, DbError> {
+    let since = now.plus_ms(-2 * PLANNED_FLIGHT_MAX_MS);
+    match conn.dialect() {
+        Dialect::Postgres => {
+            conn.query(
+                "SELECT pg_advisory_xact_lock($1) IS NULL",
+                params![plans_lock_key(account_id)],
+            )?;
+            conn.execute(
+                "UPDATE sms_state s SET next_at = s.plan_delivered_at, plan_delivered_at = NULL \
+                 FROM sms_message m WHERE m.id = s.sms_id AND m.account_id = $1 \
+                 AND m.direction = 'outbound' AND m.created >= $2 AND s.plan_delivered_at > $3",
+                params![account_id, since, now],
+            )
+        }
+        Dialect::Sqlite => conn.execute(
+            "UPDATE sms SET next_at = plan_delivered_at, plan_delivered_at = NULL \
+             WHERE account_id = $1 AND direction = 'outbound' AND created >= $2 \
+             AND plan_delivered_at > $3",
+            params![account_id, since, now],
+        ),
+    }
 }
 
 /// Outbound SMS no network has taken yet (`created` or `pending`), by the network they are
@@ -832,11 +943,18 @@ enum AsRead {
 /// Appends `column` as it is at `now`: the last planned move due by then, else the stored
 /// value (what [`Sms::take_planned`] does to a row read).
 fn push_as_read(q: &mut SqlBuilder, column: AsRead, now: Timestamp) {
-    let (queued, sent, stored) = match column {
-        AsRead::Status => ("'remote-queued'", "'sent'", "status"),
-        AsRead::Updated => ("plan_queued_at", "plan_sent_at", "updated"),
+    let (delivered, queued, sent, stored) = match column {
+        AsRead::Status => ("'delivered'", "'remote-queued'", "'sent'", "status"),
+        AsRead::Updated => (
+            "plan_delivered_at",
+            "plan_queued_at",
+            "plan_sent_at",
+            "updated",
+        ),
     };
-    q.push("(CASE WHEN plan_queued_at <= ")
+    q.push("(CASE WHEN plan_delivered_at <= ")
+        .bind(now)
+        .push(&format!(" THEN {delivered} WHEN plan_queued_at <= "))
         .bind(now)
         .push(&format!(" THEN {queued} WHEN plan_sent_at <= "))
         .bind(now)

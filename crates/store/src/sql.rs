@@ -646,6 +646,17 @@ pub fn values_list(rows: usize, items: &[Item<'_>]) -> String {
     out
 }
 
+/// The key of a PostgreSQL advisory lock named by `bytes` (FNV-1a, 64 bits): the same on
+/// every node, whatever its build.
+pub(crate) fn lock_key(bytes: &[u8]) -> i64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    i64::from_ne_bytes(h.to_ne_bytes())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

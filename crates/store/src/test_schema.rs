@@ -61,6 +61,20 @@ impl Drop for TestSchema {
 /// # Panics
 /// When the schema cannot be made or the store opened, or a required database is missing.
 pub async fn postgres_store(prefix: &str, options: &StoreOptions) -> Option<(Store, TestSchema)> {
+    let (mut stores, schema) = postgres_nodes(prefix, options, 1).await?;
+    stores.pop().map(|store| (store, schema))
+}
+
+/// `n` stores on one PostgreSQL schema, each with its own connections and writer (nodes of
+/// one platform), as [`postgres_store`] makes one.
+///
+/// # Panics
+/// As [`postgres_store`].
+pub async fn postgres_nodes(
+    prefix: &str,
+    options: &StoreOptions,
+    n: usize,
+) -> Option<(Vec<Store>, TestSchema)> {
     let Ok(admin) = std::env::var("DIALTONE_TEST_DATABASE_URL") else {
         assert!(
             std::env::var_os("DIALTONE_REQUIRE_PEERS").is_none(),
@@ -71,6 +85,9 @@ pub async fn postgres_store(prefix: &str, options: &StoreOptions) -> Option<(Sto
     };
     let name = format!("{prefix}_{}", std::process::id());
     let (schema, url) = TestSchema::create(&admin, &name).expect("the test's schema");
-    let store = Store::open(&url, options).await.expect("open PostgreSQL");
-    Some((store, schema))
+    let mut stores = Vec::with_capacity(n);
+    for _ in 0..n {
+        stores.push(Store::open(&url, options).await.expect("open PostgreSQL"));
+    }
+    Some((stores, schema))
 }

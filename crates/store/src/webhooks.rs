@@ -49,6 +49,10 @@ fn from_row(r: &Row) -> Result<Webhook, DbError> {
     })
 }
 
+/// The event type of outbound SMS's moves: a subscription to it that starts makes the
+/// account's planned deliveries visits of the worker again (`sms::unplan_deliveries`).
+const SMS_MOVES: &str = "sms.mt.status_update";
+
 /// Creates an enabled subscription.
 pub fn create(
     conn: &mut dyn Conn,
@@ -69,6 +73,9 @@ pub fn create(
             params![&sid, account_id, event_type, endpoint, secret, algo, now],
         )?;
         if let Some(r) = row {
+            if event_type == SMS_MOVES {
+                crate::sms::unplan_deliveries(conn, account_id, now)?;
+            }
             return from_row(&r);
         }
     }
@@ -94,10 +101,16 @@ pub fn update(
     now: Timestamp,
 ) -> Result<(), DbError> {
     if let Some(s) = status {
-        conn.execute(
-            "UPDATE webhooks SET status = $1, updated = $2 WHERE id = $3",
+        let row = conn.query_opt(
+            "UPDATE webhooks SET status = $1, updated = $2 WHERE id = $3 RETURNING account_id, type",
             params![s, now, id],
         )?;
+        if let Some(r) = row
+            && s == "enabled"
+            && r.text(1)? == SMS_MOVES
+        {
+            crate::sms::unplan_deliveries(conn, r.int(0)?, now)?;
+        }
     }
     if let Some(secret) = secret {
         conn.execute(

@@ -91,9 +91,16 @@ impl FeedHub {
             let clock = Arc::clone(clock);
             tokio::spawn(async move { read_loop(inner, store, clock).await });
         }
-        let until = clock.now().plus_ms(WATCH);
+        let now = clock.now();
+        let until = now.plus_ms(WATCH);
+        // The account's deliveries planned to come are written by the worker again, with
+        // their events: the feed shows them.
         store
-            .write(move |c| events::watch(c, account, until))
+            .write(move |c| {
+                events::watch(c, account, until)?;
+                dialtone_store::sms::unplan_deliveries(c, account, now)?;
+                Ok::<_, dialtone_store::DbError>(())
+            })
             .await?;
         let mut hub = self.inner.hub.lock().await;
         let watched = hub.watches.entry(account).or_insert(until);

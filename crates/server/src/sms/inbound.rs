@@ -46,6 +46,7 @@ pub(crate) fn receive(
         part_ids: None,
         plan_sent_at: None,
         plan_queued_at: None,
+        plan_delivered_at: None,
     };
     let sms = store::insert(c, &new, now)?;
     let mut outbox = Outbox::default();

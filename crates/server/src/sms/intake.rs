@@ -11,7 +11,10 @@
 //! in a transaction of its own: a quarter of the SMS throughput on SQLite (docs/benchmarks.md).
 //! When nothing receives its moves (no subscription, no webhook of its own, no console feed
 //! watching), its `sent` and `remote-queued` are planned with it instead
-//! ([`Sms::take_planned`]) and it is due for its last move only.
+//! ([`Sms::take_planned`]) and it is due for its last move only; and when that move is its
+//! delivery, to a number nobody on this platform owns, within
+//! [`PLANNED_FLIGHT_MAX_MS`](store::PLANNED_FLIGHT_MAX_MS), the delivery is planned too and
+//! the worker never visits it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -104,23 +107,51 @@ impl Timetable {
         Timetable(steps)
     }
 
-    /// For an SMS taken at `at`: when its `sent` and `remote-queued` fall due, when they can
-    /// be planned (each is followed by another move, which the worker writes with them), and
-    /// when the worker is due for the first move not planned. `None` when the first move is
-    /// not `sent` or is the last one (nothing to plan).
-    fn plan(&self, at: Timestamp) -> Option<(Timestamp, Option<Timestamp>, Timestamp)> {
+    /// For an SMS taken at `at`, the moves that can be planned: its `sent` and
+    /// `remote-queued` when each is followed by another move (which the worker writes with
+    /// them); its delivery too when `deliverable` (its delivery causes nothing: its recipient
+    /// is nobody's here) and it ends the timetable within
+    /// [`PLANNED_FLIGHT_MAX_MS`](store::PLANNED_FLIGHT_MAX_MS). `None` when the first move
+    /// is not `sent` or is the last one (nothing to plan).
+    fn plan(&self, at: Timestamp, deliverable: bool) -> Option<Plan> {
         let [(SmsStatus::Sent, a1), (second, a2), rest @ ..] = self.0.as_slice() else {
             return None;
         };
         let sent = at.plus_ms(*a1);
-        match (second, rest.first()) {
-            (SmsStatus::RemoteQueued, Some((_, a3))) => {
+        Some(match (second, rest) {
+            (SmsStatus::RemoteQueued, [(last, a3), more @ ..]) => {
                 let queued = sent.plus_ms(*a2);
-                Some((sent, Some(queued), queued.plus_ms(*a3)))
+                let delivered = queued.plus_ms(*a3);
+                let planned = deliverable
+                    && *last == SmsStatus::Delivered
+                    && more.is_empty()
+                    && delivered.millis() - at.millis() <= store::PLANNED_FLIGHT_MAX_MS;
+                Plan {
+                    sent,
+                    queued: Some(queued),
+                    due: (!planned).then_some(delivered),
+                    delivered: planned.then_some(delivered),
+                }
             }
-            _ => Some((sent, None, sent.plus_ms(*a2))),
-        }
+            _ => Plan {
+                sent,
+                queued: None,
+                due: Some(sent.plus_ms(*a2)),
+                delivered: None,
+            },
+        })
     }
+}
+
+/// The moves planned with an SMS as it is stored ([`Sms::take_planned`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Plan {
+    sent: Timestamp,
+    queued: Option<Timestamp>,
+    /// Its delivery, when planned too: then the worker never visits it.
+    delivered: Option<Timestamp>,
+    /// When the worker is due for the first move not planned (`None`: never).
+    due: Option<Timestamp>,
 }
 
 /// The sender asked for, as the key of its resolution within a group.
@@ -181,6 +212,7 @@ impl Coalesced for Intake {
                 }
             }
         }
+        let owned = owned_recipients(c, items)?;
         let events = receivers_of_taken(c, items)?;
         let mut results: Vec<Option<Result<Stored, AppError>>> = Vec::with_capacity(items.len());
         let mut rows = Vec::new();
@@ -215,7 +247,8 @@ impl Coalesced for Intake {
                 .sms_price
                 .checked_mul(item.parts)
                 .ok_or_else(|| AppError::internal("price overflow"))?;
-            rows.push((new_sms(item, from, price, &events), item.now));
+            let deliverable = !owned.contains(item.out.to.as_str());
+            rows.push((new_sms(item, from, price, &events, deliverable), item.now));
             row_of.push(i);
             results.push(None);
         }
@@ -252,6 +285,27 @@ impl Coalesced for Intake {
             .map(|r| r.unwrap_or_else(|| Err(AppError::internal("an SMS of the group was lost"))))
             .collect())
     }
+}
+
+/// Which recipients of the group's SMS that the network takes as they are stored are numbers
+/// of this platform with an owner (their delivery reaches the owner: not planned). On
+/// PostgreSQL it also takes those SMS's accounts' plan locks, before [`receivers_of_taken`]
+/// reads who receives their moves (see `sms::owned_recipients_locking_plans`).
+fn owned_recipients(
+    c: &mut dyn Conn,
+    items: &[Intake],
+) -> Result<std::collections::HashSet<String>, DbError> {
+    let taken = || items.iter().filter(|i| i.taken.is_some());
+    if taken().next().is_none() {
+        return Ok(std::collections::HashSet::new());
+    }
+    let mut accounts: Vec<i64> = taken().map(|i| i.account_id).collect();
+    accounts.sort_unstable();
+    accounts.dedup();
+    let mut recipients: Vec<String> = taken().map(|i| i.out.to.as_str().to_owned()).collect();
+    recipients.sort_unstable();
+    recipients.dedup();
+    store::owned_recipients_locking_plans(c, &accounts, &recipients)
 }
 
 /// Who receives the moves of the group's SMS that the network takes as they are stored
@@ -294,20 +348,26 @@ fn queue_taken(
     Ok(())
 }
 
-fn new_sms(item: &Intake, from: String, price: Money, events: &StatusEvents) -> NewSms {
+fn new_sms(
+    item: &Intake,
+    from: String,
+    price: Money,
+    events: &StatusEvents,
+    deliverable: bool,
+) -> NewSms {
     let webhook = item.out.webhook_url.as_deref();
     // Planned when nothing would read the moves' events as they are made.
     let plan = item
         .taken
         .as_ref()
         .filter(|_| !events.records(item.account_id, webhook, item.now))
-        .and_then(|t| t.plan(item.now));
+        .and_then(|t| t.plan(item.now, deliverable));
     let (status, next_at, history, part_ids) = match &item.taken {
         Some(timetable) => (
             SmsStatus::Pending,
             match plan {
-                Some((_, _, due)) => due,
-                None => item.now.plus_ms(timetable.0.first().map_or(0, |s| s.1)),
+                Some(plan) => plan.due,
+                None => Some(item.now.plus_ms(timetable.0.first().map_or(0, |s| s.1))),
             },
             vec![StatusChange {
                 old_status: SmsStatus::Created.as_str().to_owned(),
@@ -316,7 +376,7 @@ fn new_sms(item: &Intake, from: String, price: Money, events: &StatusEvents) -> 
             }],
             Some(Simulated::part_id as fn(&str, usize) -> String),
         ),
-        None => (SmsStatus::Created, item.now, Vec::new(), None),
+        None => (SmsStatus::Created, Some(item.now), Vec::new(), None),
     };
     NewSms {
         account_id: item.account_id,
@@ -333,12 +393,13 @@ fn new_sms(item: &Intake, from: String, price: Money, events: &StatusEvents) -> 
         webhook_url: item.out.webhook_url.clone(),
         billing_debit: price,
         carrier: item.carrier.clone(),
-        next_at: Some(next_at),
+        next_at,
         delivered_at: None,
         history,
         part_ids,
-        plan_sent_at: plan.map(|p| p.0),
-        plan_queued_at: plan.and_then(|p| p.1),
+        plan_sent_at: plan.map(|p| p.sent),
+        plan_queued_at: plan.and_then(|p| p.queued),
+        plan_delivered_at: plan.and_then(|p| p.delivered),
     }
 }
 

@@ -259,6 +259,7 @@ mod tests {
             ],
             plan_sent_at: None,
             plan_queued_at: None,
+            plan_delivered_at: None,
         }
     }
 

@@ -243,6 +243,7 @@ pub(crate) fn apply_planned(
     let mut moved = Sms {
         plan_sent_at: None,
         plan_queued_at: None,
+        plan_delivered_at: None,
         ..sms
     };
     for (at, next) in planned {

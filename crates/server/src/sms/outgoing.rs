@@ -100,10 +100,12 @@ async fn send_as(
         };
         match state.sms_intake.run(item).await? {
             Stored::Sms(sms) => {
-                let due = sms.next_at.unwrap_or(now);
-                state.sms_hints.add(sms.id, sms.account_id, due);
-                if due <= now {
-                    state.sms_wake.notify_one();
+                // `None`: planned to its delivery, the worker never visits it.
+                if let Some(due) = sms.next_at {
+                    state.sms_hints.add(sms.id, sms.account_id, due);
+                    if due <= now {
+                        state.sms_wake.notify_one();
+                    }
                 }
                 return Ok(Some(as_created(*sms)));
             }

@@ -24,6 +24,7 @@ both_backends!(
     live_feeds_bring_their_accounts_events_and_resume_where_they_left,
     a_flood_of_events_leaves_a_feed_current,
     sms_moves_nobody_receives_are_written_while_a_feed_watches,
+    a_feed_opened_before_a_planned_delivery_shows_it,
 );
 
 /// Signs in through the API; returns the cookie header and the CSRF token.
@@ -238,6 +239,28 @@ async fn sms_moves_nobody_receives_are_written_while_a_feed_watches(app: TestApp
         let n = recorded.iter().filter(|h| *h == sid).count();
         assert_eq!(n, expected, "events of {sid}: {recorded:?}");
     }
+}
+
+/// An SMS nobody receives the moves of is planned to its delivery as it is taken; a console
+/// feed opened before the delivery makes the worker deliver it, and the feed shows the moves
+/// from its opening on.
+async fn a_feed_opened_before_a_planned_delivery_shows_it(app: TestApp) {
+    let acct = app.account().await;
+    let (cookie, _) = sign_in(&app, json!({"apiKey": acct.api_key})).await;
+    let sid = sent(&app, &acct, 1).await.remove(0).to_uppercase();
+    app.clock.advance_ms(100);
+    let mut feed = LiveFeed::open(&app, &cookie, None).await;
+    for _ in 0..4 {
+        app.tick().await;
+        app.clock.advance_ms(200);
+    }
+    let mut statuses = Vec::new();
+    for _ in 0..3 {
+        let change = feed.next().await;
+        assert_eq!(change.change["data"]["hash"], sid, "{}", change.change);
+        statuses.push(change.change["data"]["status"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(statuses, ["SENT", "REMOTE_QUEUED", "DELIVERED"]);
 }
 
 /// Records `n` events of `account` at once, straight into the database (a flood).

@@ -9,6 +9,7 @@ use crate::helpers::{TestAccount, TestApp, assert_error, send};
 both_backends!(
     an_sms_progresses_to_delivered_with_events,
     moves_nobody_receives_are_planned_and_read_on_time,
+    deliveries_nobody_receives_are_planned_and_never_visited,
     a_search_by_updated_sorts_planned_moves_as_reads_show_them,
     magic_destinations_pick_their_fate,
     bad_sends_are_refused_and_change_nothing,
@@ -163,6 +164,82 @@ async fn moves_nobody_receives_are_planned_and_read_on_time(app: TestApp) {
     assert_eq!(fetch(&app, &acct, &sid).await["status"], "pending");
     app.tick().await;
     assert_eq!(fetch(&app, &acct, &sid).await["status"], "sent");
+}
+
+/// Runs the SMS worker once: how many SMS it moved or handed to a network.
+async fn sms_worker(app: &TestApp) -> usize {
+    dialtone::workers::tick_kind(&app.state, dialtone::workers::Kind::Sms)
+        .await
+        .expect("the SMS worker")
+}
+
+/// An SMS whose moves nobody receives, to a number nobody here owns, is planned to its
+/// delivery as the simulated network takes it: every read shows each move at its time, the
+/// worker never visits it and no event is written. A subscription made after the delivery
+/// finds nothing to deliver; one made before it: `moves_nobody_receives_are_planned_and_read_on_time`.
+async fn deliveries_nobody_receives_are_planned_and_never_visited(app: TestApp) {
+    let acct = app.account().await;
+    let (status, sms) = send_sms(&app, &acct, "to=%2B33612345678", json!({"body": "Hi"})).await;
+    assert_eq!(status, 202, "{sms}");
+    let sid = sms["sid"].as_str().unwrap().to_owned();
+    app.clock.advance_ms(599);
+    assert_eq!(sms_worker(&app).await, 0);
+    assert_eq!(fetch(&app, &acct, &sid).await["status"], "remote-queued");
+    app.clock.advance_ms(1);
+    let s = fetch(&app, &acct, &sid).await;
+    assert_eq!(s["status"], "delivered", "{s}");
+    assert_eq!(s["deliveredAt"], "2025-06-01T12:00:00.600Z");
+    assert_eq!(s["updated"], "2025-06-01T12:00:00.600Z");
+    let rpc = crate::jsonrpc::rpc(&app, &acct, "sms.get", json!([sid])).await;
+    let moves: Vec<(&str, &str)> = rpc["result"]["status_history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["new_status"].as_str().unwrap(),
+                h["updated_at"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        moves,
+        [
+            ("PENDING", "2025-06-01 12:00:00.000"),
+            ("SENT", "2025-06-01 12:00:00.200"),
+            ("REMOTE_QUEUED", "2025-06-01 12:00:00.400"),
+            ("DELIVERED", "2025-06-01 12:00:00.600"),
+        ]
+    );
+    let (code, page) = send(app.req(
+        &acct,
+        Method::GET,
+        "/v2.0/sms?direction=outbound&createdAfter=2025-06-01T00:00:00Z&createdBefore=2025-06-02T00:00:00Z&status=delivered",
+    ))
+    .await;
+    assert_eq!(
+        (code.as_u16(), page["total"].as_i64()),
+        (200, Some(1)),
+        "{page}"
+    );
+    app.clock.advance_ms(10_000);
+    assert_eq!(sms_worker(&app).await, 0, "never visited");
+    // Subscribed after its delivery: nothing is owed.
+    crate::webhooks::subscribe(
+        &app,
+        &acct,
+        "sms.mt.status_update",
+        "https://example.org/after",
+        json!(null),
+    )
+    .await;
+    app.clock.advance_ms(1_000);
+    assert_eq!(sms_worker(&app).await, 0);
+    assert_eq!(
+        app.events(&acct.sid, "sms.mt.status_update").await,
+        Vec::<Value>::new()
+    );
+    assert_eq!(fetch(&app, &acct, &sid).await["status"], "delivered");
 }
 
 /// `updated` as reads show it is what a search sorted by it sorts by: an SMS whose planned
@@ -539,13 +616,13 @@ async fn search_filters_and_required_parameters(app: TestApp) {
     assert_eq!(total("&contains=50%25".into()).await["total"], 1);
     assert_eq!(total("&trafficType=alerting".into()).await["total"], 1);
     // The simulated network took each as it was stored, and the first two (taken 2 s and
-    // 1 s ago) are past their planned `sent` and `remote-queued` (nothing receives their
-    // moves), though the worker has not run: their last move is the worker's.
+    // 1 s ago) are past their planned moves, delivery included (nothing receives their
+    // moves, nobody here owns their recipients), though the worker has not run.
     assert_eq!(total("&status=pending".into()).await["total"], 1);
-    assert_eq!(total("&status=remote-queued".into()).await["total"], 2);
+    assert_eq!(total("&status=remote-queued".into()).await["total"], 0);
     assert_eq!(total("&status=sent".into()).await["total"], 0);
     assert_eq!(total("&status=created".into()).await["total"], 0);
-    assert_eq!(total("&status=delivered".into()).await["total"], 0);
+    assert_eq!(total("&status=delivered".into()).await["total"], 2);
     assert_eq!(total("&from=%2B447700900000".into()).await["total"], 3);
     let sorted = total("&sort=created&order=asc".into()).await;
     assert_eq!(sorted["hits"][0]["body"], "hello world");

@@ -78,5 +78,6 @@ pub(crate) fn outbound_sms(account_id: i64, next_at: Option<Timestamp>) -> NewSm
         part_ids: None,
         plan_sent_at: None,
         plan_queued_at: None,
+        plan_delivered_at: None,
     }
 }
