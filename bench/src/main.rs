@@ -167,7 +167,14 @@ async fn sms_round(
     // A rate held up by moves put off is not a rate: how many of the load's SMS were still
     // on their way when it ended (the timetable keeps the last 0.6 s of them in flight).
     let behind = seed::count(&progress, seed::SMS_SETTLED.pending).await?
-        + seed::count(&progress, &seed::planned_after(newest_before)).await?;
+        + seed::count(
+            &progress,
+            &seed::planned_after(
+                newest_before,
+                Some(dialtone_domain::Timestamp::now_system()),
+            ),
+        )
+        .await?;
     println!(
         "  not yet delivered when the load ended: {behind} ({:.1}% of those accepted)",
         100.0 * behind as f64 / r.count().max(1) as f64
@@ -177,7 +184,7 @@ async fn sms_round(
         println!("  ({errors} answers were not 2xx)");
     }
     // The worker must keep up: every accepted SMS goes through its four status moves (each
-    // with its history line and event) to `delivered`.
+    // with its history line and event, when someone receives it) to `delivered`.
     let mut delivered =
         seed::wait_finished(&progress, &seed::SMS_SETTLED, Duration::from_secs(300)).await?;
     // Those whose moves nobody receives are planned to their delivery and never visited
@@ -188,11 +195,13 @@ async fn sms_round(
     let took = t0.elapsed().as_secs_f64();
     let done = delivered - delivered_before;
     println!(
-        "  SMS delivered (4 status moves each): {done} in {took:.2} s = {:.0} SMS/s end to end, \
-         server CPU {:.0} us per SMS",
+        "  SMS delivered as reads show them (4 status moves each): {done} in {took:.2} s = {:.0} \
+         SMS/s end to end, server CPU {:.0} us per SMS",
         done as f64 / took,
         cpu_per(srv, cpu0, u64::try_from(done).unwrap_or(0))?
     );
+    let planned = seed::count(&progress, &seed::planned_after(newest_before, None)).await?;
+    println!("  of which planned to their delivery, never visited by the worker: {planned}");
     if args.database_url.is_some() {
         println!(
             "  PostgreSQL CPU {:.0} us per SMS end to end",

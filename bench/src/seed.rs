@@ -192,10 +192,11 @@ pub(crate) async fn newest_sms(store: &Store) -> anyhow::Result<i64> {
     Ok(row.int(0)?)
 }
 
-/// The SMS after `id` planned to a delivery still to come (table and filter).
-pub(crate) fn planned_after(id: i64) -> String {
-    let now = Timestamp::now_system().millis();
-    format!("sms WHERE id > {id} AND plan_delivered_at > {now}")
+/// The SMS after `id` planned to their delivery (table and filter): still to come at
+/// `after` when given.
+pub(crate) fn planned_after(id: i64, after: Option<Timestamp>) -> String {
+    let after = after.map_or(i64::MIN, Timestamp::millis);
+    format!("sms WHERE id > {id} AND plan_delivered_at > {after}")
 }
 
 /// Waits until the planned delivery of the newest outbound SMS has come, when it has one;

@@ -742,44 +742,73 @@ fn plans_lock_key(account_id: i64) -> i64 {
     crate::sql::lock_key(format!("sms plans\n{account_id}").as_bytes())
 }
 
-/// Of `recipients`, those a number of this platform's inventory with an owner is: delivery
-/// to one reaches its owner, so an SMS to it is not planned to its delivery. On PostgreSQL
-/// the same statement first takes, shared until the transaction ends, the plan locks of
-/// `accounts` (whose SMS may be planned to their delivery): a subscription or a console
-/// feed of one of them, on any node, then either is seen by this transaction's later reads
-/// of who receives their moves, or waits for it to commit and finds its planned deliveries
-/// ([`unplan_deliveries`]).
-pub fn owned_recipients_locking_plans(
+/// What an intake of SMS reads first, in one statement on PostgreSQL (its first round
+/// trip): see [`intake_reads`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IntakeReads {
+    /// The rate table's version (`rates_version`).
+    pub rates_version: i64,
+    /// What authentication reads' version (`auth_version`).
+    pub auth_version: i64,
+    /// Of the recipients asked about, those a number of this platform's inventory with an
+    /// owner is: delivery to one reaches its owner, so an SMS to it is not planned to its
+    /// delivery.
+    pub owned: std::collections::HashSet<String>,
+}
+
+/// The versions an intake checks its prices and keys against, and which of `recipients` are
+/// numbers of this platform with an owner. On PostgreSQL the same statement takes, shared
+/// until the transaction ends, the plan locks of `accounts` (whose SMS may be planned to
+/// their delivery): a subscription or a console feed of one of them, on any node, then
+/// either is seen by this transaction's later reads of who receives their moves, or waits
+/// for it to commit and finds its planned deliveries ([`unplan_deliveries`]).
+pub fn intake_reads(
     conn: &mut dyn Conn,
     accounts: &[i64],
     recipients: &[String],
-) -> Result<std::collections::HashSet<String>, DbError> {
+) -> Result<IntakeReads, DbError> {
+    const VERSIONS: &str =
+        "(SELECT version FROM rates_version), (SELECT version FROM auth_version)";
     let list = || crate::sql::Array::Text(recipients.iter().cloned().map(Some).collect());
-    let rows = match conn.dialect() {
+    let (row, owned) = match conn.dialect() {
         Dialect::Postgres => {
             let keys: Vec<i64> = accounts.iter().map(|a| plans_lock_key(*a)).collect();
-            // The locks on the outer side of a left join: taken even when no number matches.
-            conn.query(
-                "SELECT n.e164 FROM (SELECT count(pg_advisory_xact_lock_shared(k)) AS locked \
-                 FROM unnest($1::bigint[]) k) l \
-                 LEFT JOIN numbers n ON n.e164 = ANY($2::text[]) AND n.account_id IS NOT NULL",
+            // Numbers hold no comma.
+            let row = conn.query_one(
+                &format!(
+                    "SELECT {VERSIONS}, \
+                     (SELECT string_agg(e164, ',') FROM numbers \
+                      WHERE e164 = ANY($2::text[]) AND account_id IS NOT NULL), \
+                     (SELECT count(pg_advisory_xact_lock_shared(k)) FROM unnest($1::bigint[]) k)"
+                ),
                 &[Value::Array(crate::sql::ids(&keys)), Value::Array(list())],
-            )?
+            )?;
+            let owned = row
+                .opt_text(2)?
+                .map(|s| s.split(',').map(str::to_owned).collect())
+                .unwrap_or_default();
+            (row, owned)
         }
         Dialect::Sqlite => {
-            if recipients.is_empty() {
-                return Ok(std::collections::HashSet::new());
+            let row = conn.query_one(&format!("SELECT {VERSIONS}"), params![])?;
+            let mut owned = std::collections::HashSet::new();
+            if !recipients.is_empty() {
+                let (among, params) = crate::sql::in_list(Dialect::Sqlite, "e164", 1, list());
+                for r in conn.query(
+                    &format!("SELECT e164 FROM numbers WHERE {among} AND account_id IS NOT NULL"),
+                    &params,
+                )? {
+                    owned.insert(r.text(0)?);
+                }
             }
-            let (among, params) = crate::sql::in_list(Dialect::Sqlite, "e164", 1, list());
-            conn.query(
-                &format!("SELECT e164 FROM numbers WHERE {among} AND account_id IS NOT NULL"),
-                &params,
-            )?
+            (row, owned)
         }
     };
-    rows.iter()
-        .filter_map(|r| r.opt_text(0).transpose())
-        .collect::<Result<_, _>>()
+    Ok(IntakeReads {
+        rates_version: row.int(0)?,
+        auth_version: row.int(1)?,
+        owned,
+    })
 }
 
 /// Makes the planned deliveries of the account's SMS that are still to come visits of the
@@ -789,7 +818,7 @@ pub fn owned_recipients_locking_plans(
 /// have happened; their events had nobody to reach. On PostgreSQL it first takes the
 /// account's plan lock, exclusive until the transaction ends: an intake on another node that
 /// may have planned deliveries of the account without seeing what this transaction adds has
-/// committed before this looks for them (see [`owned_recipients_locking_plans`]). Returns
+/// committed before this looks for them (see [`intake_reads`]). Returns
 /// how many SMS it changed.
 pub fn unplan_deliveries(
     conn: &mut dyn Conn,

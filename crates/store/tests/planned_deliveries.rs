@@ -189,7 +189,7 @@ async fn postgres_a_subscription_on_another_node_waits_for_an_intake_that_planne
     let node = a.clone();
     let intake = tokio::spawn(async move {
         node.write(move |c| {
-            let owned = sms::owned_recipients_locking_plans(c, &[acct], &["+447700900555".into()])?;
+            let owned = sms::intake_reads(c, &[acct], &["+447700900555".into()])?.owned;
             let mut outbox = Outbox::default();
             outbox.read_hooks_of(c, [acct], TYPE)?;
             let received = outbox.delivers(acct, TYPE, None);

@@ -180,12 +180,9 @@ impl Coalesced for Intake {
     type Error = AppError;
 
     fn run_all(c: &mut dyn Conn, items: &[Self]) -> GroupResults<Self> {
-        // Both versions in one statement: the group's first round trip.
-        let versions = c.query_one(
-            "SELECT (SELECT version FROM rates_version), (SELECT version FROM auth_version)",
-            dialtone_store::params![],
-        )?;
-        let (rates_now, auth_now) = (versions.int(0)?, versions.int(1)?);
+        // The group's first round trip: the versions, and what planning its deliveries needs.
+        let first = first_reads(c, items)?;
+        let (rates_now, auth_now, owned) = (first.rates_version, first.auth_version, first.owned);
         // The group's accounts' balances in one statement, for their deferred debits.
         let accounts: Vec<i64> = items.iter().map(|i| i.account_id).collect();
         billing::read_balances(c, &accounts)?;
@@ -212,7 +209,6 @@ impl Coalesced for Intake {
                 }
             }
         }
-        let owned = owned_recipients(c, items)?;
         let events = receivers_of_taken(c, items)?;
         let mut results: Vec<Option<Result<Stored, AppError>>> = Vec::with_capacity(items.len());
         let mut rows = Vec::new();
@@ -287,25 +283,19 @@ impl Coalesced for Intake {
     }
 }
 
-/// Which recipients of the group's SMS that the network takes as they are stored are numbers
-/// of this platform with an owner (their delivery reaches the owner: not planned). On
-/// PostgreSQL it also takes those SMS's accounts' plan locks, before [`receivers_of_taken`]
-/// reads who receives their moves (see `sms::owned_recipients_locking_plans`).
-fn owned_recipients(
-    c: &mut dyn Conn,
-    items: &[Intake],
-) -> Result<std::collections::HashSet<String>, DbError> {
+/// The group's first reads (`sms::intake_reads`): the versions, which recipients of the SMS
+/// the network takes as they are stored are numbers of this platform with an owner (their
+/// delivery reaches the owner: not planned) and, on PostgreSQL, those SMS's accounts' plan
+/// locks, taken before [`receivers_of_taken`] reads who receives their moves.
+fn first_reads(c: &mut dyn Conn, items: &[Intake]) -> Result<store::IntakeReads, DbError> {
     let taken = || items.iter().filter(|i| i.taken.is_some());
-    if taken().next().is_none() {
-        return Ok(std::collections::HashSet::new());
-    }
     let mut accounts: Vec<i64> = taken().map(|i| i.account_id).collect();
     accounts.sort_unstable();
     accounts.dedup();
     let mut recipients: Vec<String> = taken().map(|i| i.out.to.as_str().to_owned()).collect();
     recipients.sort_unstable();
     recipients.dedup();
-    store::owned_recipients_locking_plans(c, &accounts, &recipients)
+    store::intake_reads(c, &accounts, &recipients)
 }
 
 /// Who receives the moves of the group's SMS that the network takes as they are stored
