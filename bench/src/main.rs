@@ -50,7 +50,7 @@ struct Args {
     #[arg(long, default_value_t = 1_000_000)]
     exported_calls: u64,
     /// Only these benchmarks (comma separated:
-    /// start,ping,sms,runs,calls,search,console,webhooks,export),
+    /// start,ping,sms,sms-watched,runs,calls,search,console,webhooks,export),
     /// or one of those never run by default: `voice` (SIP calls held with RTP), `speech`
     /// (synthesis, transcription, the first audio of `say`), `crash` (the kill -9 test),
     /// `soak` (the database's size under a constant load with a short retention), `nodes`
@@ -298,12 +298,31 @@ async fn run(args: &Args, binary: &std::path::Path) -> anyhow::Result<()> {
         None
     };
 
+    let bystander = if wanted(args, "sms") || wanted(args, "sms-watched") {
+        srv.other_account("bystander", "1000.00").await?
+    } else {
+        String::new()
+    };
+    let mut delivered = 0;
     if wanted(args, "sms") {
         let keys = SmsKeys {
             load: key.clone(),
-            bystander: srv.other_account("bystander", "1000.00").await?,
+            bystander: bystander.clone(),
         };
-        sms_rounds(&srv, &keys, args, ping.as_ref()).await?;
+        delivered = sms_rounds(&srv, &keys, args, ping.as_ref()).await?;
+    }
+    if wanted(args, "sms-watched") {
+        // The same load from an account a console feed watches: its SMS's moves are
+        // recorded, so none is planned and the worker makes each move, with its event.
+        let (sid, load) = srv.other_account_sid("watched", "100000000.00").await?;
+        seed::watch(&srv.database_url, &sid).await?;
+        println!("The same, from an account a console feed watches (nothing planned):");
+        let keys = SmsKeys { load, bystander };
+        let reference = match &ping {
+            Some(p) => p.rate(),
+            None => measure_ping(&srv, &keys.load, args).await?.rate(),
+        };
+        sms_round(&srv, &keys, args, reference, delivered).await?;
     }
     if wanted(args, "runs") {
         runs(&srv, &key, args, ping.as_ref()).await?;
@@ -344,7 +363,7 @@ async fn sms_rounds(
     keys: &SmsKeys,
     args: &Args,
     ping: Option<&load::Report>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<i64> {
     let key = keys.load.as_str();
     // Each round after the first measures ping again, once the last round's SMS are all
     // delivered: the ratio compares two loads a few seconds apart, not minutes.
@@ -368,7 +387,7 @@ async fn sms_rounds(
             ratios[n - 1]
         );
     }
-    Ok(())
+    Ok(delivered)
 }
 
 /// `POST /v2.0/actions/{sid}/runs` of a 10-step scenario: the accepted rate, then the wait

@@ -184,6 +184,22 @@ pub(crate) const SMS_SETTLED: Finish = Finish {
     done: "sms WHERE next_at IS NULL AND direction = 'outbound'",
 };
 
+/// Records that a console feed watches the account `account_sid` for the next hour (its
+/// events nobody receives are then written, and its SMS not planned).
+pub(crate) async fn watch(url: &str, account_sid: &str) -> anyhow::Result<()> {
+    let store = open(url).await?;
+    let sid = Sid::parse(account_sid).ok_or_else(|| anyhow::anyhow!("a bad account sid"))?;
+    let until = Timestamp::now_system().plus_ms(3_600_000);
+    store
+        .write(move |c| {
+            let account = accounts::by_sid(c, &sid)?
+                .ok_or_else(|| dialtone_store::DbError::Other("no such account".into()))?;
+            events::watch(c, account.id, until)
+        })
+        .await?;
+    Ok(())
+}
+
 /// The id of the newest SMS (0 without any).
 pub(crate) async fn newest_sms(store: &Store) -> anyhow::Result<i64> {
     let row = store
