@@ -181,7 +181,7 @@ impl Coalesced for Intake {
 
     fn run_all(c: &mut dyn Conn, items: &[Self]) -> GroupResults<Self> {
         // The group's first round trip: the versions, and what planning its deliveries needs.
-        let first = first_reads(c, items)?;
+        let (first, plannable) = first_reads(c, items)?;
         let (rates_now, auth_now, owned) = (first.rates_version, first.auth_version, first.owned);
         // The group's accounts' balances in one statement, for their deferred debits.
         let accounts: Vec<i64> = items.iter().map(|i| i.account_id).collect();
@@ -243,7 +243,8 @@ impl Coalesced for Intake {
                 .sms_price
                 .checked_mul(item.parts)
                 .ok_or_else(|| AppError::internal("price overflow"))?;
-            let deliverable = !owned.contains(item.out.to.as_str());
+            let deliverable = !owned.contains(item.out.to.as_str())
+                && plannable.binary_search(&item.account_id).is_ok();
             rows.push((new_sms(item, from, price, &events, deliverable), item.now));
             row_of.push(i);
             results.push(None);
@@ -283,19 +284,41 @@ impl Coalesced for Intake {
     }
 }
 
-/// The group's first reads (`sms::intake_reads`): the versions, which recipients of the SMS
-/// the network takes as they are stored are numbers of this platform with an owner (their
-/// delivery reaches the owner: not planned) and, on PostgreSQL, those SMS's accounts' plan
-/// locks, taken before [`receivers_of_taken`] reads who receives their moves.
-fn first_reads(c: &mut dyn Conn, items: &[Intake]) -> Result<store::IntakeReads, DbError> {
-    let taken = || items.iter().filter(|i| i.taken.is_some());
-    let mut accounts: Vec<i64> = taken().map(|i| i.account_id).collect();
+/// Most accounts of a group whose SMS's deliveries may be planned: on PostgreSQL each takes
+/// an advisory lock until the group's transaction ends, and the server's lock table is
+/// shared by every session (`max_locks_per_transaction` × `max_connections`, 6,400 by
+/// default): with at most 32 a transaction, 200 writers at once fill it. The SMS of the
+/// group's other accounts have their `sent` and `remote-queued` planned only.
+pub(crate) const PLANNABLE_ACCOUNTS_MAX: usize = 32;
+
+/// Of the accounts of the group's SMS that the network takes as they are stored, those whose
+/// deliveries may be planned, sorted: the first [`PLANNABLE_ACCOUNTS_MAX`] by id.
+fn plannable_accounts(accounts: impl Iterator<Item = i64>) -> Vec<i64> {
+    let mut accounts: Vec<i64> = accounts.collect();
     accounts.sort_unstable();
     accounts.dedup();
-    let mut recipients: Vec<String> = taken().map(|i| i.out.to.as_str().to_owned()).collect();
+    accounts.truncate(PLANNABLE_ACCOUNTS_MAX);
+    accounts
+}
+
+/// The group's first reads (`sms::intake_reads`): the versions, which recipients of the SMS
+/// the network takes as they are stored are numbers of this platform with an owner (their
+/// delivery reaches the owner: not planned) and, on PostgreSQL, the plan locks of the
+/// accounts whose deliveries may be planned ([`plannable_accounts`], given with the reads),
+/// taken before [`receivers_of_taken`] reads who receives their moves.
+fn first_reads(
+    c: &mut dyn Conn,
+    items: &[Intake],
+) -> Result<(store::IntakeReads, Vec<i64>), DbError> {
+    let taken = || items.iter().filter(|i| i.taken.is_some());
+    let plannable = plannable_accounts(taken().map(|i| i.account_id));
+    let mut recipients: Vec<String> = taken()
+        .filter(|i| plannable.binary_search(&i.account_id).is_ok())
+        .map(|i| i.out.to.as_str().to_owned())
+        .collect();
     recipients.sort_unstable();
     recipients.dedup();
-    store::intake_reads(c, &accounts, &recipients)
+    Ok((store::intake_reads(c, &plannable, &recipients)?, plannable))
 }
 
 /// Who receives the moves of the group's SMS that the network takes as they are stored
@@ -442,4 +465,18 @@ fn resolve_sender(
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{PLANNABLE_ACCOUNTS_MAX, plannable_accounts};
+
+    #[test]
+    fn a_group_plans_the_deliveries_of_a_bounded_number_of_accounts() {
+        let few = plannable_accounts([7, 3, 7, 5].into_iter());
+        assert_eq!(few, [3, 5, 7]);
+        let many = plannable_accounts((1..=40).rev().chain(1..=40));
+        assert_eq!(many.len(), PLANNABLE_ACCOUNTS_MAX);
+        assert_eq!(many, (1..=32).collect::<Vec<i64>>());
+    }
 }
