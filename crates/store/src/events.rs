@@ -142,6 +142,16 @@ pub fn watch(conn: &mut dyn Conn, account_id: i64, until: Timestamp) -> Result<(
     Ok(())
 }
 
+/// Until when a console live feed watches the account (`None`: it never did).
+pub fn watched_until(conn: &mut dyn Conn, account_id: i64) -> Result<Option<Timestamp>, DbError> {
+    conn.query_opt(
+        "SELECT until FROM feed_watches WHERE account_id = $1",
+        params![account_id],
+    )?
+    .map(|r| r.timestamp(0))
+    .transpose()
+}
+
 impl Outbox {
     /// Queues an event of `event_type` for the account, also to be delivered to
     /// `extra_endpoint`; returns its id. It is written by [`Outbox::flush`].

@@ -732,9 +732,14 @@ pub fn write_states(conn: &mut dyn Conn, states: &[StateWrite]) -> Result<(), Db
 }
 
 /// Longest flight (from its taking to its delivery) of an SMS whose delivery is planned
-/// ([`Sms::take_planned`]): [`unplan_deliveries`] looks for planned deliveries among the
-/// SMS created in twice that time (the second half for nodes' clocks that differ).
-pub const PLANNED_FLIGHT_MAX_MS: i64 = 10_000;
+/// ([`Sms::take_planned`]; the simulated network's default is 600 ms): what
+/// [`unplan_deliveries`] reads is the account's SMS of that long, and
+/// [`NODE_CLOCKS_APART_MS`] more, whatever its volume before.
+pub const PLANNED_FLIGHT_MAX_MS: i64 = 2_000;
+
+/// How far apart the clocks of two nodes may be for [`unplan_deliveries`] to find an SMS
+/// another node planned.
+pub const NODE_CLOCKS_APART_MS: i64 = 1_000;
 
 /// The key of the advisory lock (PostgreSQL) that orders the planning of an account's
 /// deliveries against what makes them visits again ([`unplan_deliveries`]).
@@ -825,7 +830,7 @@ pub fn unplan_deliveries(
     account_id: i64,
     now: Timestamp,
 ) -> Result<u64, DbError> {
-    let since = now.plus_ms(-2 * PLANNED_FLIGHT_MAX_MS);
+    let since = now.plus_ms(-(PLANNED_FLIGHT_MAX_MS + NODE_CLOCKS_APART_MS));
     match conn.dialect() {
         Dialect::Postgres => {
             conn.query(

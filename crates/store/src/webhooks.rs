@@ -101,12 +101,19 @@ pub fn update(
     now: Timestamp,
 ) -> Result<(), DbError> {
     if let Some(s) = status {
+        // Enabled from another status: a subscription starts.
+        let starts = s == "enabled"
+            && conn
+                .query_opt("SELECT status FROM webhooks WHERE id = $1", params![id])?
+                .map(|r| r.text(0))
+                .transpose()?
+                .is_some_and(|was| was != "enabled");
         let row = conn.query_opt(
             "UPDATE webhooks SET status = $1, updated = $2 WHERE id = $3 RETURNING account_id, type",
             params![s, now, id],
         )?;
         if let Some(r) = row
-            && s == "enabled"
+            && starts
             && r.text(1)? == SMS_MOVES
         {
             crate::sms::unplan_deliveries(conn, r.int(0)?, now)?;

@@ -93,12 +93,16 @@ impl FeedHub {
         }
         let now = clock.now();
         let until = now.plus_ms(WATCH);
-        // The account's deliveries planned to come are written by the worker again, with
-        // their events: the feed shows them.
+        // A watch that starts: the account's deliveries planned to come are written by the
+        // worker again, with their events, and the feed shows them. While a watch lasts
+        // nothing is planned, so a feed joining it has nothing to look for.
         store
             .write(move |c| {
+                let starts = events::watched_until(c, account)?.is_none_or(|u| u <= now);
                 events::watch(c, account, until)?;
-                dialtone_store::sms::unplan_deliveries(c, account, now)?;
+                if starts {
+                    dialtone_store::sms::unplan_deliveries(c, account, now)?;
+                }
                 Ok::<_, dialtone_store::DbError>(())
             })
             .await?;
