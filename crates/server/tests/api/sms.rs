@@ -18,6 +18,7 @@ both_backends!(
     search_filters_and_required_parameters,
     inbound_sms_from_the_sandbox,
     sms_to_a_platform_number_arrives_inbound,
+    an_sms_nobody_watches_to_a_platform_number_still_arrives_inbound,
     multipart_and_unicode_are_billed_per_part,
     one_accounts_backlog_does_not_hold_back_anothers_sms,
     accounts_sharing_groups_and_ticks_keep_their_own_modes_hooks_and_ledgers,
@@ -762,6 +763,30 @@ async fn sms_to_a_platform_number_arrives_inbound(app: TestApp) {
     assert_eq!(mo[0]["text"], "Hello Bob");
     assert_eq!(mo[0]["to"], bobs.as_str());
     assert!(app.events(&alice.sid, "sms.mo").await.is_empty());
+}
+
+/// The sender's moves received by nobody do not make an SMS to a number of this platform a
+/// planned delivery: its delivery reaches the number's owner, whose SMS events a feed
+/// records.
+async fn an_sms_nobody_watches_to_a_platform_number_still_arrives_inbound(app: TestApp) {
+    let alice = app.account().await;
+    let bob = app.account().await;
+    app.watch_feed(&bob.sid).await;
+    let bobs = buy(&app, &bob, "country=GB&type=mobile").await;
+    let (status, sms) = send_sms(
+        &app,
+        &alice,
+        &format!("to={}", bobs.replace('+', "%2B")),
+        json!({"body": "Hello Bob"}),
+    )
+    .await;
+    assert_eq!(status, 202, "{sms}");
+    run_steps(&app, 4).await;
+    let mo = app.events(&bob.sid, "sms.mo").await;
+    assert_eq!(mo.len(), 1, "Bob received it");
+    assert_eq!(mo[0]["text"], "Hello Bob");
+    let sid = sms["sid"].as_str().unwrap();
+    assert_eq!(fetch(&app, &alice, sid).await["status"], "delivered");
 }
 
 async fn multipart_and_unicode_are_billed_per_part(app: TestApp) {
