@@ -314,7 +314,7 @@ async fn run(args: &Args, binary: &std::path::Path) -> anyhow::Result<()> {
     if wanted(args, "sms-watched") {
         // The same load from an account a console feed watches: its SMS's moves are
         // recorded, so none is planned and the worker makes each move, with its event.
-        let (sid, load) = srv.other_account_sid("watched", "100000000.00").await?;
+        let (sid, load) = srv.create_account("watched", "100000000.00").await?;
         seed::watch(&srv.database_url, &sid).await?;
         println!("The same, from an account a console feed watches (nothing planned):");
         let keys = SmsKeys { load, bystander };

@@ -222,17 +222,12 @@ impl Server {
         Ok(self.create_account(name, credit).await?.1)
     }
 
-    /// Creates another account with `credit` cents: its sid and API key.
-    pub(crate) async fn other_account_sid(
+    /// Creates an account: its sid and API key.
+    pub(crate) async fn create_account(
         &self,
         name: &str,
         credit: &str,
     ) -> anyhow::Result<(String, String)> {
-        self.create_account(name, credit).await
-    }
-
-    /// Creates an account: its sid and API key.
-    async fn create_account(&self, name: &str, credit: &str) -> anyhow::Result<(String, String)> {
         let body = serde_json::json!({"name": name, "credit": credit}).to_string();
         let (status, v) = load::once(
             &self.base,

@@ -774,10 +774,10 @@ pub fn intake_reads(
 ) -> Result<IntakeReads, DbError> {
     const VERSIONS: &str =
         "(SELECT version FROM rates_version), (SELECT version FROM auth_version)";
-    let list = || crate::sql::Array::Text(recipients.iter().cloned().map(Some).collect());
     let (row, owned) = match conn.dialect() {
         Dialect::Postgres => {
             let keys: Vec<i64> = accounts.iter().map(|a| plans_lock_key(*a)).collect();
+            let list = crate::sql::Array::Text(recipients.iter().cloned().map(Some).collect());
             // Numbers hold no comma.
             let row = conn.query_one(
                 &format!(
@@ -786,7 +786,7 @@ pub fn intake_reads(
                       WHERE e164 = ANY($2::text[]) AND account_id IS NOT NULL), \
                      (SELECT count(pg_advisory_xact_lock_shared(k)) FROM unnest($1::bigint[]) k)"
                 ),
-                &[Value::Array(crate::sql::ids(&keys)), Value::Array(list())],
+                &[Value::Array(crate::sql::ids(&keys)), Value::Array(list)],
             )?;
             let owned = row
                 .opt_text(2)?
@@ -796,16 +796,10 @@ pub fn intake_reads(
         }
         Dialect::Sqlite => {
             let row = conn.query_one(&format!("SELECT {VERSIONS}"), params![])?;
-            let mut owned = std::collections::HashSet::new();
-            if !recipients.is_empty() {
-                let (among, params) = crate::sql::in_list(Dialect::Sqlite, "e164", 1, list());
-                for r in conn.query(
-                    &format!("SELECT e164 FROM numbers WHERE {among} AND account_id IS NOT NULL"),
-                    &params,
-                )? {
-                    owned.insert(r.text(0)?);
-                }
-            }
+            let owned = crate::numbers::owned::owners_of(conn, recipients)?
+                .into_iter()
+                .filter_map(|(e164, owner)| owner.map(|_| e164))
+                .collect();
             (row, owned)
         }
     };
